@@ -1,0 +1,25 @@
+# ferry_library(NAME SOURCES ... PUBLIC_DEPS ... PRIVATE_DEPS ...)
+# Adds the static library ferry_NAME with the alias ferry::NAME. Include paths are rooted at the
+# source tree ("memory/device.h") and at the binary tree (generated headers).
+function(ferry_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(ferry_${name} STATIC ${ARG_SOURCES})
+  add_library(ferry::${name} ALIAS ferry_${name})
+  target_include_directories(ferry_${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+  target_compile_options(ferry_${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${FERRY_WARNINGS}>)
+  target_link_libraries(ferry_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+endfunction()
+
+# ferry_test(NAME SOURCES ... DEPS ... [LABELS ...])
+# One gtest binary; its tests are discovered by ctest one by one.
+function(ferry_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${FERRY_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} ferry::testing GTest::gmock GTest::gtest_main)
+  set(props "")
+  if(ARG_LABELS)
+    set(props PROPERTIES LABELS "${ARG_LABELS}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 ${props})
+endfunction()

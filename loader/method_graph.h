@@ -1,0 +1,84 @@
+// A verified method as plain data: what Program hands to placement, planning and the executor.
+//
+// A MethodDef is produced by Program (loader/program.h) only after the FlatBuffers verifier and the
+// semantic checks have passed, so every index in it is in range, every tensor size fits in
+// size_t, every argument is defined before the node that reads it, and every constant's data lies
+// inside the program. It holds no FlatBuffers types. Spans point into the Program's memory (the
+// mapped file), so a MethodDef lives no longer than its Program.
+#ifndef FERRY_LOADER_METHOD_GRAPH_H_
+#define FERRY_LOADER_METHOD_GRAPH_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "kernels/tensor.h"
+
+namespace ferry {
+
+using ValueId = int32_t;
+
+enum class ValueKind : uint8_t {
+  kInput = 0,         // tensor supplied by the caller per call
+  kConstant = 1,      // tensor with data in the program
+  kState = 2,         // persistent mutable tensor with initial data in the program
+  kIntermediate = 3,  // tensor produced by exactly one node
+  kScalar = 4,        // a Scalar known at load
+};
+
+const char* ValueKindName(ValueKind kind);
+
+struct ValueDef {
+  std::string name;  // never empty: the program's name, or "value N"
+  ValueKind kind = ValueKind::kIntermediate;
+  TensorMeta meta;   // tensors
+  Scalar scalar;     // kScalar
+  // Constant data, or a state's initial data: dense in meta's dim order, meta.ByteSize() bytes,
+  // inside the program's memory, 64-byte aligned.
+  absl::Span<const uint8_t> data;
+
+  bool is_tensor() const { return kind != ValueKind::kScalar; }
+};
+
+enum class NodeKind : uint8_t { kHostOp = 0, kDelegate = 1 };
+
+struct NodeDef {
+  std::string name;  // never empty: the program's name, or the op / backend name
+  NodeKind kind = NodeKind::kHostOp;
+  std::vector<ValueId> args;
+  std::vector<ValueId> results;
+
+  // kHostOp
+  std::string op;
+
+  // kDelegate
+  std::string backend;
+  std::vector<std::pair<std::string, std::string>> compile_specs;
+  absl::Span<const uint8_t> payload;
+  // Per argument, the dim order the delegate was compiled for; an empty entry (or an empty
+  // vector) means "as the value is stored".
+  std::vector<std::vector<int32_t>> arg_dim_orders;
+  // Arguments the delegate writes in place (state it owns on its device).
+  std::vector<int32_t> written_args;
+
+  // The value of compile spec `key`, if present.
+  std::optional<absl::string_view> CompileSpec(absl::string_view key) const;
+};
+
+inline constexpr absl::string_view kTargetDeviceSpec = "target_device";
+
+struct MethodDef {
+  std::string name;
+  std::vector<ValueDef> values;
+  std::vector<NodeDef> nodes;       // in execution order
+  std::vector<ValueId> inputs;      // the kInput values, in call order
+  std::vector<ValueId> outputs;     // returned values, in order (tensors)
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_LOADER_METHOD_GRAPH_H_

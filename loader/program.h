@@ -1,0 +1,66 @@
+// A loaded, verified Ferry program.
+//
+//   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Program::Load("model.ferry"));
+//   FERRY_ASSIGN_OR_RETURN(const MethodDef* forward, program->method("forward"));
+//
+// Load maps the file read-only (constants are used in place, zero-copy) and runs the FlatBuffers
+// verifier, then the semantic checks: indices in range, sizes and byte counts that do not
+// overflow, valid dtypes, ranks and dim orders, constant and state data inside the program and of
+// the right size, every argument defined before the node that reads it, every intermediate
+// produced exactly once. Nothing is dereferenced before the verifier has passed. A failure is
+// InvalidArgument naming the element, e.g.
+//   method "forward", node 12 (add): argument 1 is value 40, but the method has 38 values
+// Files ending in ".json" are parsed as the JSON form with the built-in schema.
+//
+// Ownership: a Program owns its bytes (the mapping or a copy); MethodDefs and their spans point
+// into it and live as long as it. Loading never writes to the program's bytes.
+// Thread safety: immutable after load; safe to share between threads.
+#ifndef FERRY_LOADER_PROGRAM_H_
+#define FERRY_LOADER_PROGRAM_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "loader/method_graph.h"
+
+namespace ferry {
+
+// The file identifier of Ferry's binary format (bytes 4..7 of a file).
+inline constexpr char kProgramFileIdentifier[] = "FRRY";
+
+class Program {
+ public:
+  // Maps and verifies the file at `path` (binary, or JSON when the name ends in ".json").
+  // NotFound / PermissionDenied for an unreadable file, InvalidArgument for a bad program.
+  static absl::StatusOr<std::unique_ptr<Program>> Load(const std::string& path);
+  // Copies and verifies a binary program.
+  static absl::StatusOr<std::unique_ptr<Program>> FromBytes(absl::Span<const uint8_t> bytes);
+  // Parses the JSON form (flatc's JSON for Ferry's schema) and verifies the result.
+  static absl::StatusOr<std::unique_ptr<Program>> FromJson(absl::string_view json);
+  // Converts a binary program to its JSON form.
+  static absl::StatusOr<std::string> ToJson(absl::Span<const uint8_t> bytes);
+
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  std::vector<std::string> method_names() const;
+  // NotFound naming the method and listing the ones present.
+  absl::StatusOr<const MethodDef*> method(absl::string_view name) const;
+  // The program's bytes (the mapped file or the owned copy).
+  absl::Span<const uint8_t> bytes() const;
+
+ private:
+  struct Storage;
+  Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods);
+  std::unique_ptr<Storage> storage_;
+  std::vector<MethodDef> methods_;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_LOADER_PROGRAM_H_

@@ -1,0 +1,143 @@
+// Writing Ferry programs from C++: for tests, examples and users.
+//
+//   ProgramBuilder pb;                         // infers host-op results with the built-in ops
+//   MethodBuilder& m = pb.AddMethod("forward");
+//   ValueId a = m.Input("a", DType::kFloat32, {2, 2});
+//   ValueId w = m.ConstantF32("w", {2, 2}, {1, 2, 3, 4});
+//   ValueId t = m.GraphDelegate("cuda:0", {a, w}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
+//     return std::vector<ValueId>{g.Op("add", {in[0], in[1]})};
+//   })[0];
+//   m.Output(m.Op("relu", {t}));
+//   FERRY_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, pb.Build());
+//
+// Errors are sticky: a builder call that fails (an unknown op, a shape mismatch, a bad value id)
+// records the first error, returns an invalid id (-1) and makes Build() return that error, so
+// test code can chain calls and check once.
+//
+// The built-in graph backend ("graph") takes a payload that is itself a serialized program with one
+// method "main": its inputs are the delegate's arguments in order, its outputs the delegate's
+// results. GraphDelegate builds that payload, infers the results from it, declares the arguments
+// the sub-graph writes in place, and sets compile spec "target_device" when a device is given.
+//
+// Thread safety: none; a builder is used by one thread.
+#ifndef FERRY_LOADER_PROGRAM_BUILDER_H_
+#define FERRY_LOADER_PROGRAM_BUILDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/op_registry.h"
+#include "kernels/tensor.h"
+#include "loader/method_graph.h"
+
+namespace ferry {
+
+inline constexpr char kGraphBackendName[] = "graph";
+
+struct DelegateOptions {
+  std::string name;  // node name; default: the backend name
+  // Per argument, the dim order the delegate was compiled for (empty: as stored).
+  std::vector<std::vector<int32_t>> arg_dim_orders;
+  // Arguments written in place (GraphDelegate adds those its sub-graph writes).
+  std::vector<int32_t> written_args;
+  // Extra compile specs (besides target_device).
+  std::vector<std::pair<std::string, std::string>> compile_specs;
+};
+
+class ProgramBuilder;
+
+class MethodBuilder {
+ public:
+  ValueId Input(std::string name, DType dtype, std::vector<int64_t> sizes);
+  // `data` is dense in meta's dim order and exactly meta.ByteSize() bytes.
+  ValueId Constant(std::string name, TensorMeta meta, std::vector<uint8_t> data);
+  ValueId ConstantF32(std::string name, std::vector<int64_t> sizes, std::vector<float> data);
+  ValueId ConstantI64(std::string name, std::vector<int64_t> sizes, std::vector<int64_t> data);
+  ValueId State(std::string name, TensorMeta meta, std::vector<uint8_t> initial_data);
+  ValueId StateF32(std::string name, std::vector<int64_t> sizes, std::vector<float> initial);
+
+  ValueId Scalar(ferry::Scalar value);
+  ValueId Int(int64_t v) { return Scalar(ferry::Scalar::Int(v)); }
+  ValueId Double(double v) { return Scalar(ferry::Scalar::Double(v)); }
+  ValueId IntList(std::vector<int64_t> v) { return Scalar(ferry::Scalar::IntList(std::move(v))); }
+
+  // A host op; results are intermediates whose metadata the op's infer function gives.
+  std::vector<ValueId> HostOp(const std::string& op, std::vector<ValueId> args,
+                              std::string node_name = "");
+  // HostOp for single-result ops: its result.
+  ValueId Op(const std::string& op, std::vector<ValueId> args, std::string node_name = "");
+
+  // A delegate call with explicit result metadata. `target_device` (if set) becomes compile spec
+  // "target_device".
+  std::vector<ValueId> Delegate(std::string backend, std::optional<std::string> target_device,
+                                std::vector<uint8_t> payload, std::vector<ValueId> args,
+                                std::vector<TensorMeta> results, DelegateOptions options = {});
+
+  using SubgraphFn =
+      absl::FunctionRef<std::vector<ValueId>(MethodBuilder& sub, absl::Span<const ValueId> inputs)>;
+  // A call of the built-in graph backend; see the file comment.
+  std::vector<ValueId> GraphDelegate(std::optional<std::string> target_device,
+                                     std::vector<ValueId> args, SubgraphFn body,
+                                     DelegateOptions options = {});
+
+  void Output(ValueId value);
+
+  // Metadata of a tensor value (an empty meta for invalid ids).
+  const TensorMeta& meta(ValueId value) const;
+  const std::string& name() const { return def_.name; }
+  // The method as plain data (spans into builder-owned buffers).
+  const MethodDef& def() const { return def_; }
+
+ private:
+  friend class ProgramBuilder;
+  MethodBuilder(ProgramBuilder* owner, std::string name);
+  ValueId AddValue(ValueDef value, std::vector<uint8_t> data);
+  bool CheckIds(absl::Span<const ValueId> ids, const char* what);
+  void Fail(absl::Status status);
+
+  ProgramBuilder* owner_;
+  MethodDef def_;
+  // Owned bytes behind def_.values[i].data and def_.nodes[i].payload.
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers_;
+};
+
+class ProgramBuilder {
+ public:
+  // `registry` (not owned, must outlive the builder) infers host-op results; null: built-ins.
+  explicit ProgramBuilder(const OpRegistry* registry = nullptr);
+  ~ProgramBuilder();
+  ProgramBuilder(const ProgramBuilder&) = delete;
+  ProgramBuilder& operator=(const ProgramBuilder&) = delete;
+
+  // The returned reference stays valid for the builder's lifetime.
+  MethodBuilder& AddMethod(std::string name);
+
+  // The first error recorded by any builder call, or OK.
+  absl::Status status() const { return status_; }
+
+  // The binary program (FlatBuffers, file identifier "FRRY").
+  absl::StatusOr<std::vector<uint8_t>> Build() const;
+  // Build() written to `path`.
+  absl::Status WriteFile(const std::string& path) const;
+
+  const OpRegistry& registry() const { return *registry_; }
+
+ private:
+  friend class MethodBuilder;
+  const OpRegistry* registry_;
+  std::unique_ptr<OpRegistry> owned_registry_;
+  std::vector<std::unique_ptr<MethodBuilder>> methods_;
+  absl::Status status_;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_LOADER_PROGRAM_BUILDER_H_

@@ -1,0 +1,109 @@
+// The narrow interface through which Ferry touches a device: allocation, copies, ordering and
+// pointer truth. One DeviceRuntime exists per present device; a DeviceRegistry owns them.
+//
+//   DeviceRuntime* sim = registry.Find(Device::Sim(0));
+//   FERRY_ASSIGN_OR_RETURN(void* p, sim->Allocate(1 << 20, 64));
+//   FERRY_RETURN_IF_ERROR(sim->CopyHostToDevice(p, host_data, bytes));
+//   FERRY_RETURN_IF_ERROR(sim->Synchronize());
+//   sim->Free(p);
+//
+// Ordering: every copy a runtime performs is ordered on that device's single stream, in the order
+// it was issued. Copies may complete asynchronously (CUDA); the host must call Synchronize() before
+// it reads memory a device-to-host copy writes, or writes memory a host-to-device copy reads. The
+// host and sim runtimes complete every copy before returning.
+//
+// Device scope (sim guard): memory of a guarded device is inaccessible to host code unless a scope
+// on that device is open. Delegate calls and copy kernels on a device run inside its scope; host
+// kernels run outside every scope, so a host kernel that touches device memory faults loudly.
+// Scopes nest. DeviceScope is the RAII form.
+//
+// Errors: ResourceExhausted when memory runs out (or an injected limit is reached), Internal for a
+// device runtime failure with its own text, InvalidArgument for a pointer range the device does not
+// own.
+//
+// Thread safety: a runtime is used by one thread at a time (the executor that owns a method).
+#ifndef FERRY_MEMORY_DEVICE_RUNTIME_H_
+#define FERRY_MEMORY_DEVICE_RUNTIME_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "memory/device.h"
+
+namespace ferry {
+
+// Copy and allocation counters of one device, for tests and `ferry bench`.
+struct DeviceCounters {
+  uint64_t h2d_copies = 0;
+  uint64_t h2d_bytes = 0;
+  uint64_t d2h_copies = 0;
+  uint64_t d2h_bytes = 0;
+  uint64_t d2d_copies = 0;  // within the device and from peers into it
+  uint64_t d2d_bytes = 0;
+  uint64_t allocations = 0;
+  uint64_t allocated_bytes = 0;  // currently allocated
+};
+
+// A strided host-side source: `rank` sizes and strides, in elements of `element_size` bytes.
+struct StridedLayout {
+  int32_t rank = 0;
+  const int64_t* sizes = nullptr;
+  const int64_t* strides = nullptr;
+  size_t element_size = 0;
+};
+
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+
+  virtual Device device() const = 0;
+
+  // Allocates `bytes` (> 0) aligned to `alignment` (a power of two, at most 4096). The memory is
+  // device memory: for guarded devices, only touchable inside a scope.
+  virtual absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) = 0;
+  // Frees memory from Allocate. nullptr is ignored.
+  virtual void Free(void* ptr) = 0;
+
+  // Whether [ptr, ptr + bytes) lies entirely inside one allocation of this device.
+  virtual bool Owns(const void* ptr, size_t bytes) const = 0;
+
+  // Copies between host memory and this device's memory, and within this device.
+  virtual absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) = 0;
+  virtual absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) = 0;
+  virtual absl::Status CopyDeviceToDevice(void* dst, const void* src, size_t bytes) = 0;
+  // Copies a strided host tensor into dense (row-major over `layout.sizes`) device memory at `dst`.
+  virtual absl::Status CopyHostStridedToDevice(void* dst, const void* src,
+                                               const StridedLayout& layout) = 0;
+  // Copies `bytes` from `src` on `peer` (another device) to `dst` on this device. Counted as a
+  // d2d copy on this device.
+  virtual absl::Status CopyFromPeer(void* dst, DeviceRuntime& peer, const void* src,
+                                    size_t bytes) = 0;
+
+  // Waits until all work issued on this device's stream has completed.
+  virtual absl::Status Synchronize() = 0;
+
+  // Device scope; see the file comment. Default: nothing to guard.
+  virtual void EnterScope() {}
+  virtual void ExitScope() {}
+
+  virtual DeviceCounters counters() const = 0;
+  virtual void ResetCounters() = 0;
+};
+
+// Opens a scope on a device for the lifetime of the object.
+class DeviceScope {
+ public:
+  explicit DeviceScope(DeviceRuntime& runtime) : runtime_(runtime) { runtime_.EnterScope(); }
+  ~DeviceScope() { runtime_.ExitScope(); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  DeviceRuntime& runtime_;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_MEMORY_DEVICE_RUNTIME_H_
