@@ -12,6 +12,12 @@
 //   method "forward", node 12 (add): argument 1 is value 40, but the method has 38 values
 // Files ending in ".json" are parsed as the JSON form with the built-in schema.
 //
+// Format invariants (loader/schema/program.fbs): constant and state data start at multiples of 64
+// bytes from the start of the program, and the program's size is a multiple of 64, so that data
+// can be used and copied in place and a truncated file is detected. Ferry's writer
+// (ProgramBuilder) guarantees both; the JSON form does not need them, since FromJson re-packs what
+// it parses. A binary written by `flatc -b` does not align, and is refused: load its JSON instead.
+//
 // Ownership: a Program owns its bytes (the mapping or a copy); MethodDefs and their spans point
 // into it and live as long as it. Loading never writes to the program's bytes.
 // Thread safety: immutable after load; safe to share between threads.
@@ -57,6 +63,8 @@ class Program {
  private:
   struct Storage;
   Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods);
+  // Verifies the bytes in `storage` and builds the methods over them.
+  static absl::StatusOr<std::unique_ptr<Program>> Create(std::unique_ptr<Storage> storage);
   std::unique_ptr<Storage> storage_;
   std::vector<MethodDef> methods_;
 };

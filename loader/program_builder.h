@@ -13,10 +13,12 @@
 // Errors are sticky: a builder call that fails (an unknown op, a shape mismatch, a bad value id)
 // records the first error, returns an invalid id (-1) and makes Build() return that error, so
 // test code can chain calls and check once.
+// A failed call that returns a vector returns invalid ids, at least one, so `[0]` on it is safe;
+// after the first error every call does nothing and returns invalid ids.
 //
 // The built-in graph backend ("graph") takes a payload that is itself a serialized program with one
-// method "main": its inputs are the delegate's arguments in order, its outputs the delegate's
-// results. GraphDelegate builds that payload, infers the results from it, declares the arguments
+// method "main": its inputs are the delegate's tensor arguments in order (scalar arguments are
+// baked into the sub-graph as its own scalars), its outputs the delegate's results. GraphDelegate builds that payload, infers the results from it, declares the arguments
 // the sub-graph writes in place, and sets compile spec "target_device" when a device is given.
 //
 // Thread safety: none; a builder is used by one thread.
@@ -33,6 +35,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "kernels/op_registry.h"
 #include "kernels/tensor.h"
@@ -100,8 +103,16 @@ class MethodBuilder {
   friend class ProgramBuilder;
   MethodBuilder(ProgramBuilder* owner, std::string name);
   ValueId AddValue(ValueDef value, std::vector<uint8_t> data);
-  bool CheckIds(absl::Span<const ValueId> ids, const char* what);
+  // A constant or a state.
+  ValueId AddData(std::string name, ValueKind kind, TensorMeta meta, std::vector<uint8_t> data);
+  // Records an error naming `where` and the bad id unless every id is a value of this method.
+  bool CheckIds(absl::Span<const ValueId> ids, absl::string_view where, const char* what);
   void Fail(absl::Status status);
+  // `method "name"`, and `method "name", node N (display)` for the node about to be added.
+  std::string Label() const;
+  std::string NextNodeLabel(absl::string_view display) const;
+  // Indices into def_.inputs of the inputs that a node writes in place, directly or through views.
+  std::vector<int32_t> WrittenInputs() const;
 
   ProgramBuilder* owner_;
   MethodDef def_;

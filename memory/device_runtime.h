@@ -81,12 +81,20 @@ class DeviceRuntime {
   virtual absl::Status CopyFromPeer(void* dst, DeviceRuntime& peer, const void* src,
                                     size_t bytes) = 0;
 
+  // Writes zeros over [dst, dst + bytes) of this device's memory (not counted as a copy). Used
+  // to fault arenas in at load.
+  virtual absl::Status Zero(void* dst, size_t bytes) = 0;
+
   // Waits until all work issued on this device's stream has completed.
   virtual absl::Status Synchronize() = 0;
 
   // Device scope; see the file comment. Default: nothing to guard.
   virtual void EnterScope() {}
   virtual void ExitScope() {}
+
+  // The device's native stream (a cudaStream_t for CUDA devices), for backends that launch their
+  // own kernels on it; nullptr for devices without one.
+  virtual void* native_stream() const { return nullptr; }
 
   virtual DeviceCounters counters() const = 0;
   virtual void ResetCounters() = 0;

@@ -1,0 +1,349 @@
+// Elementwise host ops: binary arithmetic with broadcasting, unary activations, fill_ and copy_.
+//
+// Every kernel has a fast path for contiguous operands of the result's shape (one flat loop, no
+// index math) and a strided path for everything else (broadcast views, transposes, slices and
+// strided results). In-place forms share the functional kernels: their result aliases argument 0
+// with argument 0's layout, so the same loop writes argument 0.
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/internal/host_ops.h"
+#include "kernels/internal/op_util.h"
+#include "memory/status_macros.h"
+
+namespace ferry::internal {
+namespace {
+
+// int64 arithmetic wraps (two's complement) instead of overflowing into undefined behaviour.
+inline int64_t WrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+inline int64_t WrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+inline int64_t WrapMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+template <typename T>
+T ScalarAs(const Scalar& s) {
+  switch (s.kind) {
+    case Scalar::Kind::kInt:
+      return static_cast<T>(s.i);
+    case Scalar::Kind::kDouble:
+      return static_cast<T>(s.d);  // range checked by infer for int64
+    case Scalar::Kind::kBool:
+      return static_cast<T>(s.b);
+    case Scalar::Kind::kIntList:
+      break;
+  }
+  return T{};
+}
+
+// ---- Binary ---------------------------------------------------------------------------------
+
+struct Add {
+  static constexpr const char* kName = "add";
+  static constexpr bool kIntOk = true;
+  static float Apply(float a, float b) { return a + b; }
+  static int64_t Apply(int64_t a, int64_t b) { return WrapAdd(a, b); }
+};
+struct Sub {
+  static constexpr const char* kName = "sub";
+  static constexpr bool kIntOk = true;
+  static float Apply(float a, float b) { return a - b; }
+  static int64_t Apply(int64_t a, int64_t b) { return WrapSub(a, b); }
+};
+struct Mul {
+  static constexpr const char* kName = "mul";
+  static constexpr bool kIntOk = true;
+  static float Apply(float a, float b) { return a * b; }
+  static int64_t Apply(int64_t a, int64_t b) { return WrapMul(a, b); }
+};
+struct Div {
+  static constexpr const char* kName = "div";
+  static constexpr bool kIntOk = false;
+  static float Apply(float a, float b) { return a / b; }
+  static int64_t Apply(int64_t a, int64_t b) { return 0; }  // never instantiated at run time
+};
+// NaN propagates, as in PyTorch.
+struct Maximum {
+  static constexpr const char* kName = "maximum";
+  static constexpr bool kIntOk = true;
+  static float Apply(float a, float b) { return (a > b || a != a) ? a : b; }
+  static int64_t Apply(int64_t a, int64_t b) { return a > b ? a : b; }
+};
+struct Minimum {
+  static constexpr const char* kName = "minimum";
+  static constexpr bool kIntOk = true;
+  static float Apply(float a, float b) { return (a < b || a != a) ? a : b; }
+  static int64_t Apply(int64_t a, int64_t b) { return a < b ? a : b; }
+};
+
+template <typename Op, bool kInPlace>
+std::string OpName() {
+  return kInPlace ? absl::StrCat(Op::kName, "_") : std::string(Op::kName);
+}
+
+template <typename Op, bool kInPlace>
+absl::Status BinaryInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  const std::string op = OpName<Op, kInPlace>();
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* a, TensorArg(op, args, 0));
+  if (!Op::kIntOk) FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *a, DType::kFloat32));
+  std::vector<int64_t> out_sizes(Sizes(*a).begin(), Sizes(*a).end());
+  if (args[1].tensor != nullptr) {
+    FERRY_ASSIGN_OR_RETURN(const TensorRef* b, TensorArg(op, args, 1));
+    FERRY_RETURN_IF_ERROR(CheckSameDType(op, 1, *b, 0, *a));
+    if (kInPlace) {
+      if (!BroadcastsTo(Sizes(*b), Sizes(*a))) {
+        return OpError(op, "argument 1 has shape ", ShapeString(*b),
+                       ", which does not broadcast to ", ShapeString(*a));
+      }
+    } else if (!BroadcastShapes(Sizes(*a), Sizes(*b), &out_sizes)) {
+      return OpError(op, "argument 1 has shape ", ShapeString(*b), ", which does not broadcast with ",
+                     ShapeString(*a));
+    }
+  } else if (args[1].scalar != nullptr) {
+    FERRY_ASSIGN_OR_RETURN(const Scalar* s, NumberArg(op, args, 1));
+    FERRY_RETURN_IF_ERROR(CheckNumberFits(op, 1, *s, a->dtype));
+  } else {
+    return OpError(op, "argument 1 must be a tensor or a number");
+  }
+  if (kInPlace) {
+    results[0] = ViewResult(*a);
+  } else {
+    results[0].layout = ContiguousLayout(a->dtype, out_sizes);
+    results[0].view_offset = 0;
+  }
+  return absl::OkStatus();
+}
+
+template <typename Op, typename T>
+void BinaryLoop(const TensorRef& out, const TensorRef& a, const OpArg& rhs) {
+  T* o = out.data_as<T>();
+  const T* x = a.data_as<const T>();
+  const bool fast = IsContiguousFast(out) && IsContiguousFast(a) && SameSizes(out, a);
+  int64_t a_strides[kMaxRank];
+  if (rhs.scalar != nullptr) {
+    const T s = ScalarAs<T>(*rhs.scalar);
+    if (fast) {
+      const int64_t n = out.numel();
+      for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i], s);
+      return;
+    }
+    BroadcastStrides(a, out.rank, out.sizes.data(), a_strides);
+    ForEachOffset<2>(out.rank, out.sizes.data(), {out.strides.data(), a_strides},
+                     [&](const std::array<int64_t, 2>& off) { o[off[0]] = Op::Apply(x[off[1]], s); });
+    return;
+  }
+  const TensorRef& b = *rhs.tensor;
+  const T* y = b.data_as<const T>();
+  if (fast && IsContiguousFast(b) && SameSizes(out, b)) {
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i], y[i]);
+    return;
+  }
+  int64_t b_strides[kMaxRank];
+  BroadcastStrides(a, out.rank, out.sizes.data(), a_strides);
+  BroadcastStrides(b, out.rank, out.sizes.data(), b_strides);
+  ForEachOffset<3>(out.rank, out.sizes.data(), {out.strides.data(), a_strides, b_strides},
+                   [&](const std::array<int64_t, 3>& off) {
+                     o[off[0]] = Op::Apply(x[off[1]], y[off[2]]);
+                   });
+}
+
+template <typename Op>
+absl::Status BinaryKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& out = *results[0];
+  if (out.dtype == DType::kFloat32) {
+    BinaryLoop<Op, float>(out, *args[0].tensor, args[1]);
+  } else if constexpr (Op::kIntOk) {
+    BinaryLoop<Op, int64_t>(out, *args[0].tensor, args[1]);
+  }
+  return absl::OkStatus();
+}
+
+template <typename Op>
+absl::Status RegisterBinary(OpRegistry& registry) {
+  FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema(OpName<Op, false>(), 2, 2, 1,
+                                                     &BinaryInfer<Op, false>, &BinaryKernel<Op>)));
+  return registry.Register(MakeSchema(OpName<Op, true>(), 2, 2, 1, &BinaryInfer<Op, true>,
+                                      &BinaryKernel<Op>, /*written_args=*/{0}, /*view_of=*/{0}));
+}
+
+// ---- Unary ----------------------------------------------------------------------------------
+
+struct Relu {
+  static constexpr const char* kName = "relu";
+  static constexpr bool kIntOk = true;
+  // NaN stays NaN (the comparison is false).
+  static float Apply(float a) { return a < 0.0f ? 0.0f : a; }
+  static int64_t Apply(int64_t a) { return a < 0 ? 0 : a; }
+};
+struct Neg {
+  static constexpr const char* kName = "neg";
+  static constexpr bool kIntOk = true;
+  static float Apply(float a) { return -a; }
+  static int64_t Apply(int64_t a) { return WrapSub(0, a); }
+};
+struct Abs {
+  static constexpr const char* kName = "abs";
+  static constexpr bool kIntOk = true;
+  static float Apply(float a) { return std::fabs(a); }
+  static int64_t Apply(int64_t a) { return a < 0 ? WrapSub(0, a) : a; }
+};
+
+#define FERRY_FLOAT_UNARY(Type, name, expr)              \
+  struct Type {                                          \
+    static constexpr const char* kName = name;           \
+    static constexpr bool kIntOk = false;                \
+    static float Apply(float x) { return expr; }         \
+    static int64_t Apply(int64_t) { return 0; }          \
+  }
+
+FERRY_FLOAT_UNARY(Exp, "exp", std::exp(x));
+FERRY_FLOAT_UNARY(Log, "log", std::log(x));
+FERRY_FLOAT_UNARY(Sin, "sin", std::sin(x));
+FERRY_FLOAT_UNARY(Cos, "cos", std::cos(x));
+FERRY_FLOAT_UNARY(Tanh, "tanh", std::tanh(x));
+FERRY_FLOAT_UNARY(Sigmoid, "sigmoid", 1.0f / (1.0f + std::exp(-x)));
+FERRY_FLOAT_UNARY(Silu, "silu", x / (1.0f + std::exp(-x)));
+// The exact (erf) form, PyTorch's default.
+FERRY_FLOAT_UNARY(Gelu, "gelu", 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)));
+FERRY_FLOAT_UNARY(Sqrt, "sqrt", std::sqrt(x));
+FERRY_FLOAT_UNARY(Rsqrt, "rsqrt", 1.0f / std::sqrt(x));
+
+#undef FERRY_FLOAT_UNARY
+
+template <typename Op, bool kInPlace>
+absl::Status UnaryInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  const std::string op = OpName<Op, kInPlace>();
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 1, 1, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* a, TensorArg(op, args, 0));
+  if (!Op::kIntOk) FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *a, DType::kFloat32));
+  if (kInPlace) {
+    results[0] = ViewResult(*a);
+  } else {
+    results[0].layout = ContiguousLayout(a->dtype, Sizes(*a));
+    results[0].view_offset = 0;
+  }
+  return absl::OkStatus();
+}
+
+template <typename Op, typename T>
+void UnaryLoop(const TensorRef& out, const TensorRef& a) {
+  T* o = out.data_as<T>();
+  const T* x = a.data_as<const T>();
+  if (IsContiguousFast(out) && IsContiguousFast(a)) {
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i]);
+    return;
+  }
+  ForEachOffset<2>(out.rank, out.sizes.data(), {out.strides.data(), a.strides.data()},
+                   [&](const std::array<int64_t, 2>& off) { o[off[0]] = Op::Apply(x[off[1]]); });
+}
+
+template <typename Op>
+absl::Status UnaryKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& out = *results[0];
+  if (out.dtype == DType::kFloat32) {
+    UnaryLoop<Op, float>(out, *args[0].tensor);
+  } else if constexpr (Op::kIntOk) {
+    UnaryLoop<Op, int64_t>(out, *args[0].tensor);
+  }
+  return absl::OkStatus();
+}
+
+template <typename Op>
+absl::Status RegisterUnary(OpRegistry& registry) {
+  FERRY_RETURN_IF_ERROR(registry.Register(
+      MakeSchema(OpName<Op, false>(), 1, 1, 1, &UnaryInfer<Op, false>, &UnaryKernel<Op>)));
+  return registry.Register(MakeSchema(OpName<Op, true>(), 1, 1, 1, &UnaryInfer<Op, true>,
+                                      &UnaryKernel<Op>, /*written_args=*/{0}, /*view_of=*/{0}));
+}
+
+// ---- fill_, copy_ ---------------------------------------------------------------------------
+
+absl::Status FillInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "fill_";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* a, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const Scalar* s, NumberArg(op, args, 1));
+  FERRY_RETURN_IF_ERROR(CheckNumberFits(op, 1, *s, a->dtype));
+  results[0] = ViewResult(*a);
+  return absl::OkStatus();
+}
+
+template <typename T>
+void FillLoop(const TensorRef& out, T value) {
+  T* o = out.data_as<T>();
+  if (IsContiguousFast(out)) {
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) o[i] = value;
+    return;
+  }
+  ForEachOffset<1>(out.rank, out.sizes.data(), {out.strides.data()},
+                   [&](const std::array<int64_t, 1>& off) { o[off[0]] = value; });
+}
+
+absl::Status FillKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& out = *results[0];
+  if (out.dtype == DType::kFloat32) {
+    FillLoop<float>(out, ScalarAs<float>(*args[1].scalar));
+  } else {
+    FillLoop<int64_t>(out, ScalarAs<int64_t>(*args[1].scalar));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CopyInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "copy_";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* dst, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* src, TensorArg(op, args, 1));
+  FERRY_RETURN_IF_ERROR(CheckSameDType(op, 1, *src, 0, *dst));
+  if (!BroadcastsTo(Sizes(*src), Sizes(*dst))) {
+    return OpError(op, "argument 1 has shape ", ShapeString(*src), ", which does not broadcast to ",
+                   ShapeString(*dst));
+  }
+  results[0] = ViewResult(*dst);
+  return absl::OkStatus();
+}
+
+absl::Status CopyKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  BroadcastCopy(*results[0], *args[1].tensor);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterElementwiseOps(OpRegistry& registry) {
+  FERRY_RETURN_IF_ERROR(RegisterBinary<Add>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterBinary<Sub>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterBinary<Mul>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterBinary<Div>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterBinary<Maximum>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterBinary<Minimum>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Relu>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Neg>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Abs>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Exp>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Log>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Sin>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Cos>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Tanh>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Sigmoid>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Silu>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Gelu>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Sqrt>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Rsqrt>(registry));
+  FERRY_RETURN_IF_ERROR(registry.Register(
+      MakeSchema("fill_", 2, 2, 1, &FillInfer, &FillKernel, /*written_args=*/{0}, /*view_of=*/{0})));
+  return registry.Register(
+      MakeSchema("copy_", 2, 2, 1, &CopyInfer, &CopyKernel, /*written_args=*/{0}, /*view_of=*/{0}));
+}
+
+}  // namespace ferry::internal

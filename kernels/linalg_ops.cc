@@ -1,0 +1,302 @@
+// Linear algebra and normalization host ops: matmul, linear, softmax, rms_norm (float32).
+//
+// All honour arbitrary input and result strides; the inner loops take a unit-stride path when the
+// innermost dimensions are contiguous. Accumulation is in float except rms_norm's sum of squares,
+// which is in double so that long rows do not lose the small terms.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/internal/host_ops.h"
+#include "kernels/internal/op_util.h"
+#include "memory/status_macros.h"
+
+namespace ferry::internal {
+namespace {
+
+// A TensorRef over the first `rank` dimensions of `t` (batch or leading dimensions).
+TensorRef Leading(const TensorRef& t, int rank) {
+  TensorRef r = t;
+  r.rank = rank;
+  return r;
+}
+
+// ---- matmul ---------------------------------------------------------------------------------
+
+absl::Status MatmulInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "matmul";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* a, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* b, TensorArg(op, args, 1));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *a, DType::kFloat32));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 1, *b, DType::kFloat32));
+  for (int i = 0; i < 2; ++i) {
+    const TensorRef& t = i == 0 ? *a : *b;
+    if (t.rank < 2) {
+      return OpError(op, "argument ", i, " has shape ", ShapeString(t),
+                     ", expected at least 2 dimensions");
+    }
+  }
+  const int64_t k = a->sizes[a->rank - 1];
+  if (b->sizes[b->rank - 2] != k) {
+    return OpError(op, "argument 1 has shape ", ShapeString(*b), ", whose dimension -2 (",
+                   b->sizes[b->rank - 2], ") does not match dimension -1 of argument 0 ",
+                   ShapeString(*a));
+  }
+  std::vector<int64_t> out_sizes;
+  if (!BroadcastShapes(Sizes(*a).subspan(0, a->rank - 2), Sizes(*b).subspan(0, b->rank - 2),
+                       &out_sizes) ||
+      out_sizes.size() + 2 > static_cast<size_t>(kMaxRank)) {
+    return OpError(op, "argument 1 has shape ", ShapeString(*b),
+                   ", whose batch dimensions do not broadcast with those of ", ShapeString(*a));
+  }
+  out_sizes.push_back(a->sizes[a->rank - 2]);
+  out_sizes.push_back(b->sizes[b->rank - 1]);
+  results[0].layout = ContiguousLayout(DType::kFloat32, out_sizes);
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+// o[m, n] = a[m, k] x b[k, n] with element strides (i-k-j order: the inner loop streams a row of
+// b and a row of o).
+void Matmul2D(float* o, int64_t os0, int64_t os1, const float* a, int64_t as0, int64_t as1,
+              const float* b, int64_t bs0, int64_t bs1, int64_t m, int64_t k, int64_t n) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* orow = o + i * os0;
+    const float* arow = a + i * as0;
+    if (os1 == 1) {
+      for (int64_t j = 0; j < n; ++j) orow[j] = 0.0f;
+    } else {
+      for (int64_t j = 0; j < n; ++j) orow[j * os1] = 0.0f;
+    }
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const float av = arow[kk * as1];
+      const float* brow = b + kk * bs0;
+      if (os1 == 1 && bs1 == 1) {
+        for (int64_t j = 0; j < n; ++j) orow[j] += av * brow[j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) orow[j * os1] += av * brow[j * bs1];
+      }
+    }
+  }
+}
+
+absl::Status MatmulKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& a = *args[0].tensor;
+  const TensorRef& b = *args[1].tensor;
+  const TensorRef& out = *results[0];
+  const int batch_rank = out.rank - 2;
+  const int64_t m = out.sizes[out.rank - 2];
+  const int64_t n = out.sizes[out.rank - 1];
+  const int64_t k = a.sizes[a.rank - 1];
+  int64_t a_strides[kMaxRank];
+  int64_t b_strides[kMaxRank];
+  BroadcastStrides(Leading(a, a.rank - 2), batch_rank, out.sizes.data(), a_strides);
+  BroadcastStrides(Leading(b, b.rank - 2), batch_rank, out.sizes.data(), b_strides);
+  float* o = out.data_as<float>();
+  const float* x = a.data_as<const float>();
+  const float* y = b.data_as<const float>();
+  ForEachOffset<3>(batch_rank, out.sizes.data(), {out.strides.data(), a_strides, b_strides},
+                   [&](const std::array<int64_t, 3>& off) {
+                     Matmul2D(o + off[0], out.strides[out.rank - 2], out.strides[out.rank - 1],
+                              x + off[1], a.strides[a.rank - 2], a.strides[a.rank - 1],
+                              y + off[2], b.strides[b.rank - 2], b.strides[b.rank - 1], m, k, n);
+                   });
+  return absl::OkStatus();
+}
+
+// ---- linear ---------------------------------------------------------------------------------
+
+absl::Status LinearInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "linear";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 3, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* w, TensorArg(op, args, 1));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 1, *w, DType::kFloat32));
+  if (x->rank < 1) {
+    return OpError(op, "argument 0 has shape ", ShapeString(*x), ", expected at least 1 dimension");
+  }
+  if (w->rank != 2 || w->sizes[1] != x->sizes[x->rank - 1]) {
+    return OpError(op, "argument 1 has shape ", ShapeString(*w), ", expected [out, ",
+                   x->sizes[x->rank - 1], "] to match argument 0 ", ShapeString(*x));
+  }
+  if (args.size() == 3) {
+    FERRY_ASSIGN_OR_RETURN(const TensorRef* bias, TensorArg(op, args, 2));
+    FERRY_RETURN_IF_ERROR(CheckDType(op, 2, *bias, DType::kFloat32));
+    if (bias->rank != 1 || bias->sizes[0] != w->sizes[0]) {
+      return OpError(op, "argument 2 has shape ", ShapeString(*bias), ", expected [", w->sizes[0],
+                     "]");
+    }
+  }
+  std::vector<int64_t> out_sizes(Sizes(*x).begin(), Sizes(*x).end());
+  out_sizes.back() = w->sizes[0];
+  results[0].layout = ContiguousLayout(DType::kFloat32, out_sizes);
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& x = *args[0].tensor;
+  const TensorRef& w = *args[1].tensor;
+  const TensorRef* bias = args.size() == 3 ? args[2].tensor : nullptr;
+  const TensorRef& out = *results[0];
+  const int lead = x.rank - 1;
+  const int64_t in = x.sizes[lead];
+  const int64_t outf = w.sizes[0];
+  const int64_t xs = x.strides[lead];
+  const int64_t os = out.strides[lead];
+  const int64_t ws0 = w.strides[0];
+  const int64_t ws1 = w.strides[1];
+  const float* wd = w.data_as<const float>();
+  const float* bd = bias != nullptr ? bias->data_as<const float>() : nullptr;
+  const int64_t bs = bias != nullptr ? bias->strides[0] : 0;
+  float* o = out.data_as<float>();
+  const float* xd = x.data_as<const float>();
+  ForEachOffset<2>(lead, out.sizes.data(), {out.strides.data(), x.strides.data()},
+                   [&](const std::array<int64_t, 2>& off) {
+                     const float* xrow = xd + off[1];
+                     float* orow = o + off[0];
+                     for (int64_t f = 0; f < outf; ++f) {
+                       const float* wrow = wd + f * ws0;
+                       float acc = 0.0f;
+                       if (xs == 1 && ws1 == 1) {
+                         for (int64_t i = 0; i < in; ++i) acc += xrow[i] * wrow[i];
+                       } else {
+                         for (int64_t i = 0; i < in; ++i) acc += xrow[i * xs] * wrow[i * ws1];
+                       }
+                       if (bd != nullptr) acc += bd[f * bs];
+                       orow[f * os] = acc;
+                     }
+                   });
+  return absl::OkStatus();
+}
+
+// ---- softmax, rms_norm ----------------------------------------------------------------------
+
+absl::Status SoftmaxInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "softmax";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
+  FERRY_ASSIGN_OR_RETURN(int64_t dim, IntArg(op, args, 1));
+  FERRY_RETURN_IF_ERROR(NormalizeDim(op, 1, dim, x->rank).status());
+  results[0].layout = ContiguousLayout(DType::kFloat32, Sizes(*x));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+// Removes dimension `dim` from sizes and from each stride array, for iterating over the rows that
+// a reduction along `dim` produces.
+void DropDim(const TensorRef& shape, int dim, const TensorRef& t1, const TensorRef& t2,
+             int64_t* sizes, int64_t* s1, int64_t* s2) {
+  int r = 0;
+  for (int d = 0; d < shape.rank; ++d) {
+    if (d == dim) continue;
+    sizes[r] = shape.sizes[d];
+    s1[r] = t1.strides[d];
+    s2[r] = t2.strides[d];
+    ++r;
+  }
+}
+
+absl::Status SoftmaxKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& x = *args[0].tensor;
+  const TensorRef& out = *results[0];
+  const int64_t raw_dim = args[1].scalar->kind == Scalar::Kind::kInt
+                              ? args[1].scalar->i
+                              : static_cast<int64_t>(args[1].scalar->b);
+  const int dim = static_cast<int>(raw_dim < 0 ? raw_dim + x.rank : raw_dim);
+  int64_t sizes[kMaxRank];
+  int64_t os[kMaxRank];
+  int64_t xs[kMaxRank];
+  DropDim(x, dim, out, x, sizes, os, xs);
+  const int64_t len = x.sizes[dim];
+  const int64_t xstep = x.strides[dim];
+  const int64_t ostep = out.strides[dim];
+  float* o = out.data_as<float>();
+  const float* xd = x.data_as<const float>();
+  if (len == 0) return absl::OkStatus();
+  ForEachOffset<2>(x.rank - 1, sizes, {os, xs}, [&](const std::array<int64_t, 2>& off) {
+    const float* xr = xd + off[1];
+    float* orow = o + off[0];
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < len; ++j) max = std::fmax(max, xr[j * xstep]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < len; ++j) {
+      const float e = std::exp(xr[j * xstep] - max);
+      orow[j * ostep] = e;
+      sum += e;
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < len; ++j) orow[j * ostep] *= inv;
+  });
+  return absl::OkStatus();
+}
+
+absl::Status RmsNormInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "rms_norm";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 3, 3, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* w, TensorArg(op, args, 1));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 1, *w, DType::kFloat32));
+  FERRY_RETURN_IF_ERROR(NumberArg(op, args, 2).status());
+  if (x->rank < 1) {
+    return OpError(op, "argument 0 has shape ", ShapeString(*x), ", expected at least 1 dimension");
+  }
+  if (w->rank != 1 || w->sizes[0] != x->sizes[x->rank - 1]) {
+    return OpError(op, "argument 1 has shape ", ShapeString(*w), ", expected [",
+                   x->sizes[x->rank - 1], "] (the last dimension of argument 0)");
+  }
+  results[0].layout = ContiguousLayout(DType::kFloat32, Sizes(*x));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+absl::Status RmsNormKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& x = *args[0].tensor;
+  const TensorRef& w = *args[1].tensor;
+  const TensorRef& out = *results[0];
+  const double eps = args[2].scalar->AsDouble();
+  const int last = x.rank - 1;
+  const int64_t len = x.sizes[last];
+  const int64_t xstep = x.strides[last];
+  const int64_t ostep = out.strides[last];
+  const int64_t wstep = w.strides[0];
+  const float* wd = w.data_as<const float>();
+  const float* xd = x.data_as<const float>();
+  float* o = out.data_as<float>();
+  if (len == 0) return absl::OkStatus();
+  ForEachOffset<2>(last, out.sizes.data(), {out.strides.data(), x.strides.data()},
+                   [&](const std::array<int64_t, 2>& off) {
+                     const float* xr = xd + off[1];
+                     float* orow = o + off[0];
+                     double sum_sq = 0.0;
+                     for (int64_t j = 0; j < len; ++j) {
+                       const double v = xr[j * xstep];
+                       sum_sq += v * v;
+                     }
+                     const float scale =
+                         static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(len) + eps));
+                     for (int64_t j = 0; j < len; ++j) {
+                       orow[j * ostep] = xr[j * xstep] * scale * wd[j * wstep];
+                     }
+                   });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RegisterLinalgOps(OpRegistry& registry) {
+  FERRY_RETURN_IF_ERROR(
+      registry.Register(MakeSchema("matmul", 2, 2, 1, &MatmulInfer, &MatmulKernel)));
+  FERRY_RETURN_IF_ERROR(
+      registry.Register(MakeSchema("linear", 2, 3, 1, &LinearInfer, &LinearKernel)));
+  FERRY_RETURN_IF_ERROR(
+      registry.Register(MakeSchema("softmax", 2, 2, 1, &SoftmaxInfer, &SoftmaxKernel)));
+  return registry.Register(MakeSchema("rms_norm", 3, 3, 1, &RmsNormInfer, &RmsNormKernel));
+}
+
+}  // namespace ferry::internal

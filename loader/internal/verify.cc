@@ -1,0 +1,582 @@
+#include "loader/internal/verify.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "flatbuffers/flatbuffers.h"
+#include "loader/program.h"
+#include "memory/status_macros.h"
+
+namespace ferry::internal {
+namespace {
+
+// Nesting in Ferry's schema is at most 7 levels (Program/methods/Method/nodes/Node/DelegateCall/
+// arg_dim_orders/DimOrder); the margin tolerates future fields, the bound stops hostile nesting.
+constexpr flatbuffers::uoffset_t kMaxDepth = 32;
+
+absl::string_view View(const flatbuffers::String* s) {
+  return s == nullptr ? absl::string_view() : absl::string_view(s->c_str(), s->size());
+}
+
+template <typename T>
+size_t Len(const flatbuffers::Vector<T>* v) {
+  return v == nullptr ? 0 : v->size();
+}
+
+bool ValidDType(fbs::DType d) {
+  return static_cast<int>(d) >= static_cast<int>(fbs::DType::MIN) &&
+         static_cast<int>(d) <= static_cast<int>(fbs::DType::MAX);
+}
+
+bool ValidKind(fbs::ValueKind k) {
+  return static_cast<int>(k) >= static_cast<int>(fbs::ValueKind::MIN) &&
+         static_cast<int>(k) <= static_cast<int>(fbs::ValueKind::MAX);
+}
+
+ValueKind ToKind(fbs::ValueKind k) { return static_cast<ValueKind>(static_cast<int>(k)); }
+DType ToDType(fbs::DType d) { return static_cast<DType>(static_cast<int>(d)); }
+
+std::string ValueLabel(size_t index, const fbs::Value* value) {
+  absl::string_view name = View(value->name());
+  if (name.empty()) return absl::StrCat("value ", index);
+  return absl::StrCat("value ", index, " (\"", absl::CHexEscape(name), "\")");
+}
+
+// The name a node is reported under: its own, else its op or backend name.
+absl::string_view NodeDisplayName(const fbs::Node* node) {
+  absl::string_view name = View(node->name());
+  if (!name.empty()) return name;
+  if (const fbs::HostOp* op = node->op_as_HostOp()) return View(op->op());
+  if (const fbs::DelegateCall* call = node->op_as_DelegateCall()) return View(call->backend());
+  return {};
+}
+
+std::string NodeLabel(size_t index, const fbs::Node* node) {
+  absl::string_view name = NodeDisplayName(node);
+  if (name.empty()) return absl::StrCat("node ", index);
+  return absl::StrCat("node ", index, " (", absl::CHexEscape(name), ")");
+}
+
+// Whether `order` is empty or a permutation of 0..rank-1 (rank <= kMaxRank).
+bool ValidDimOrder(const flatbuffers::Vector<int32_t>* order, size_t rank) {
+  if (order == nullptr || order->size() == 0) return true;
+  if (order->size() != rank) return false;
+  std::array<bool, kMaxRank> seen{};
+  for (int32_t d : *order) {
+    if (d < 0 || static_cast<size_t>(d) >= rank || seen[d]) return false;
+    seen[d] = true;
+  }
+  return true;
+}
+
+std::string DimOrderString(const flatbuffers::Vector<int32_t>* order) {
+  std::vector<int32_t> v(order->begin(), order->end());
+  return absl::StrCat("(", absl::StrJoin(v, ", "), ")");
+}
+
+std::string SizesString(const flatbuffers::Vector<int64_t>* sizes) {
+  std::vector<int64_t> v;
+  if (sizes != nullptr) v.assign(sizes->begin(), sizes->end());
+  return absl::StrJoin(v, ", ");
+}
+
+TensorMeta MetaOf(const fbs::Value* value) {
+  TensorMeta meta;
+  meta.dtype = ToDType(value->dtype());
+  if (value->sizes() != nullptr) meta.sizes.assign(value->sizes()->begin(), value->sizes()->end());
+  if (value->dim_order() != nullptr) {
+    meta.dim_order.assign(value->dim_order()->begin(), value->dim_order()->end());
+  }
+  return meta;
+}
+
+// numel * element size, with overflow checks. Zero sizes are counted as one here so that a tensor
+// whose other sizes multiply past the limit is refused even when it has no elements: strides are
+// products of sizes too, and must fit in int64.
+std::optional<size_t> CheckedByteSize(DType dtype, const flatbuffers::Vector<int64_t>* sizes) {
+  constexpr uint64_t kLimit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  uint64_t bound = DTypeSize(dtype);
+  bool empty = false;
+  for (size_t i = 0; i < Len(sizes); ++i) {
+    int64_t s = sizes->Get(i);
+    if (s < 0) return std::nullopt;
+    if (s == 0) {
+      empty = true;
+      continue;
+    }
+    uint64_t us = static_cast<uint64_t>(s);
+    if (bound > kLimit / us) return std::nullopt;
+    bound *= us;
+  }
+  if (bound > std::numeric_limits<size_t>::max()) return std::nullopt;
+  return empty ? 0 : static_cast<size_t>(bound);
+}
+
+class MethodVerifier {
+ public:
+  MethodVerifier(const fbs::Program& program, absl::Span<const uint8_t> bytes,
+                 const VerifyOptions& options, const fbs::Method& method, std::string label)
+      : program_(program),
+        bytes_(bytes),
+        options_(options),
+        method_(method),
+        label_(std::move(label)) {}
+
+  absl::Status Verify() {
+    FERRY_RETURN_IF_ERROR(VerifyValues());
+    FERRY_RETURN_IF_ERROR(VerifyInputs());
+    FERRY_RETURN_IF_ERROR(VerifyNodes());
+    return VerifyOutputs();
+  }
+
+ private:
+  absl::Status Error(absl::string_view where, absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(label_, ", ", where, ": ", what));
+  }
+  // For sentences that start with the element: `method "forward", input 1 is value 0 ...`.
+  absl::Status Sentence(absl::string_view where, absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(label_, ", ", where, " ", what));
+  }
+
+  const fbs::Value* value(size_t v) const { return method_.values()->Get(v); }
+  size_t num_values() const { return Len(method_.values()); }
+  bool IsTensor(size_t v) const { return value(v)->kind() != fbs::ValueKind::Scalar; }
+
+  std::string KindArticle(size_t v) const {
+    const char* name = ValueKindName(ToKind(value(v)->kind()));
+    return absl::StrCat(value(v)->kind() == fbs::ValueKind::Input ? "an " : "a ", name);
+  }
+
+  // "value 40, but the method has 38 values" when `id` is out of range.
+  std::optional<std::string> OutOfRange(int32_t id) const {
+    if (id >= 0 && static_cast<size_t>(id) < num_values()) return std::nullopt;
+    return absl::StrCat("value ", id, ", but the method has ", num_values(), " values");
+  }
+
+  absl::Status VerifyValues() {
+    if (num_values() > static_cast<size_t>(std::numeric_limits<ValueId>::max())) {
+      return absl::InvalidArgumentError(absl::StrCat(label_, ": too many values"));
+    }
+    const size_t num_segments = Len(program_.segments());
+    for (size_t v = 0; v < num_values(); ++v) {
+      const fbs::Value* val = value(v);
+      if (!ValidKind(val->kind())) {
+        return Error(ValueLabel(v, val),
+                     absl::StrCat("kind ", static_cast<int>(val->kind()),
+                                  " is not a valid value kind (0 input, 1 constant, 2 state, 3 "
+                                  "intermediate, 4 scalar)"));
+      }
+      if (val->kind() == fbs::ValueKind::Scalar) {
+        const fbs::ScalarValue* s = val->scalar();
+        if (s == nullptr) return Error(ValueLabel(v, val), "a scalar value has no scalar");
+        int k = static_cast<int>(s->kind());
+        if (k < static_cast<int>(fbs::ScalarKind::MIN) ||
+            k > static_cast<int>(fbs::ScalarKind::MAX)) {
+          return Error(ValueLabel(v, val),
+                       absl::StrCat("scalar kind ", k,
+                                    " is not valid (0 int, 1 double, 2 bool, 3 int list)"));
+        }
+        continue;
+      }
+      if (!ValidDType(val->dtype())) {
+        return Error(ValueLabel(v, val), absl::StrCat("dtype ", static_cast<int>(val->dtype()),
+                                                      " is not valid (0 float32, 1 int64)"));
+      }
+      const size_t rank = Len(val->sizes());
+      if (rank > static_cast<size_t>(kMaxRank)) {
+        return Error(ValueLabel(v, val),
+                     absl::StrCat("rank ", rank, " exceeds the maximum rank ", kMaxRank));
+      }
+      for (size_t d = 0; d < rank; ++d) {
+        if (val->sizes()->Get(d) < 0) {
+          return Error(ValueLabel(v, val), absl::StrCat("size ", d, " is ", val->sizes()->Get(d),
+                                                        "; sizes must be non-negative"));
+        }
+      }
+      std::optional<size_t> byte_size = CheckedByteSize(ToDType(val->dtype()), val->sizes());
+      if (!byte_size.has_value()) {
+        return Error(ValueLabel(v, val),
+                     absl::StrCat(DTypeName(ToDType(val->dtype())), "[", SizesString(val->sizes()),
+                                  "] is too large: its byte size overflows"));
+      }
+      if (!ValidDimOrder(val->dim_order(), rank)) {
+        return Error(ValueLabel(v, val),
+                     absl::StrCat("dim_order ", DimOrderString(val->dim_order()),
+                                  " is not a permutation of 0..", rank - 1, " (rank ", rank, ")"));
+      }
+      if (val->kind() == fbs::ValueKind::Constant || val->kind() == fbs::ValueKind::State) {
+        FERRY_RETURN_IF_ERROR(VerifyData(v, *byte_size, num_segments));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status VerifyData(size_t v, size_t byte_size, size_t num_segments) {
+    const fbs::Value* val = value(v);
+    const char* what = val->kind() == fbs::ValueKind::Constant ? "constant" : "state";
+    const int32_t segment = val->data_segment();
+    if (segment < 0) {
+      return Error(ValueLabel(v, val), absl::StrCat("a ", what, " needs data, but it has none"));
+    }
+    if (static_cast<size_t>(segment) >= num_segments) {
+      return Error(ValueLabel(v, val),
+                   absl::StrCat(what, " data is segment ", segment, ", but the program has ",
+                                num_segments, " segments"));
+    }
+    // The verifier has checked that the segment lies inside the buffer.
+    const flatbuffers::Vector<uint8_t>* data = program_.segments()->Get(segment)->data();
+    const size_t size = Len(data);
+    if (size != byte_size) {
+      return Error(ValueLabel(v, val), absl::StrCat(what, " data is ", size, " bytes, expected ",
+                                                    byte_size, " for ", MetaOf(val).ToString()));
+    }
+    if (options_.check_alignment && size > 0) {
+      const size_t offset = static_cast<size_t>(data->data() - bytes_.data());
+      if (offset % kSegmentAlignment != 0) {
+        return Error(
+            ValueLabel(v, val),
+            absl::StrCat(what, " data is at byte ", offset,
+                         " of the program, which is not a multiple of ", kSegmentAlignment));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status VerifyInputs() {
+    const auto* inputs = method_.inputs();
+    std::vector<int32_t> position(num_values(), -1);
+    for (size_t i = 0; i < Len(inputs); ++i) {
+      const int32_t id = inputs->Get(i);
+      const std::string where = absl::StrCat("input ", i);
+      if (auto bad = OutOfRange(id)) return Sentence(where, absl::StrCat("is ", *bad));
+      if (value(id)->kind() != fbs::ValueKind::Input) {
+        return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)), ", ", KindArticle(id),
+                                            "; method inputs must be input values"));
+      }
+      if (position[id] >= 0) {
+        return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)),
+                                            ", which is already input ", position[id]));
+      }
+      position[id] = static_cast<int32_t>(i);
+    }
+    for (size_t v = 0; v < num_values(); ++v) {
+      if (value(v)->kind() == fbs::ValueKind::Input && position[v] < 0) {
+        return Error(ValueLabel(v, value(v)),
+                     "an input value that is not listed in the method's inputs");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status VerifyNodes() {
+    producer_.assign(num_values(), kFromStart);
+    for (size_t v = 0; v < num_values(); ++v) {
+      if (value(v)->kind() == fbs::ValueKind::Intermediate) producer_[v] = kNotProduced;
+    }
+    const auto* nodes = method_.nodes();
+    for (size_t n = 0; n < Len(nodes); ++n) {
+      const fbs::Node* node = nodes->Get(n);
+      // The label is built only for an error: this loop runs once per node of large methods.
+      auto fail = [&](absl::string_view what) { return Error(NodeLabel(n, node), what); };
+      switch (node->op_type()) {
+        case fbs::NodeOp::HostOp: {
+          if (node->op_as_HostOp() == nullptr) return fail("the host op is missing");
+          if (View(node->op_as_HostOp()->op()).empty()) {
+            return fail("the host op has no op name");
+          }
+          break;
+        }
+        case fbs::NodeOp::DelegateCall:
+          if (node->op_as_DelegateCall() == nullptr) {
+            return fail("the delegate call is missing");
+          }
+          break;
+        default:
+          return fail(absl::StrCat("operation type ", static_cast<int>(node->op_type()),
+                                   " is neither a host op (1) nor a delegate call (2)"));
+      }
+      const auto* args = node->args();
+      for (size_t a = 0; a < Len(args); ++a) {
+        const int32_t id = args->Get(a);
+        if (auto bad = OutOfRange(id)) {
+          return fail(absl::StrCat("argument ", a, " is ", *bad));
+        }
+        if (producer_[id] == kNotProduced) {
+          return fail(absl::StrCat("argument ", a, " is ", ValueLabel(id, value(id)),
+                                   ", an intermediate that no earlier node produces"));
+        }
+      }
+      const auto* results = node->results();
+      for (size_t r = 0; r < Len(results); ++r) {
+        const int32_t id = results->Get(r);
+        if (auto bad = OutOfRange(id)) {
+          return fail(absl::StrCat("result ", r, " is ", *bad));
+        }
+        if (value(id)->kind() != fbs::ValueKind::Intermediate) {
+          return fail(absl::StrCat("result ", r, " is ", ValueLabel(id, value(id)), ", ",
+                                   KindArticle(id), "; results must be intermediates"));
+        }
+        if (producer_[id] != kNotProduced) {
+          const fbs::Node* first = nodes->Get(producer_[id]);
+          return fail(absl::StrCat("result ", r, " is ", ValueLabel(id, value(id)), ", which ",
+                                   NodeLabel(producer_[id], first), " already produces"));
+        }
+        producer_[id] = static_cast<int32_t>(n);
+      }
+      if (const fbs::DelegateCall* call = node->op_as_DelegateCall()) {
+        FERRY_RETURN_IF_ERROR(VerifyDelegate(n, *node, *call));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status VerifyDelegate(size_t n, const fbs::Node& node, const fbs::DelegateCall& call) {
+    auto fail = [&](absl::string_view what) { return Error(NodeLabel(n, &node), what); };
+    if (View(call.backend()).empty()) return fail("the delegate call has no backend name");
+    const auto* specs = call.compile_specs();
+    absl::flat_hash_set<absl::string_view> keys;
+    for (size_t s = 0; s < Len(specs); ++s) {
+      absl::string_view key = View(specs->Get(s)->key());
+      if (key.empty()) return fail(absl::StrCat("compile spec ", s, " has an empty key"));
+      if (!keys.insert(key).second) {
+        return fail(absl::StrCat("compile spec key \"", absl::CHexEscape(key),
+                                 "\" appears more than once"));
+      }
+    }
+    const size_t num_args = Len(node.args());
+    const auto* orders = call.arg_dim_orders();
+    if (Len(orders) != 0 && Len(orders) != num_args) {
+      return fail(absl::StrCat("arg_dim_orders has ", Len(orders), " entries, but the call has ",
+                               num_args, " arguments"));
+    }
+    for (size_t a = 0; a < Len(orders); ++a) {
+      const flatbuffers::Vector<int32_t>* dims = orders->Get(a)->dims();
+      if (Len(dims) == 0) continue;
+      const int32_t id = node.args()->Get(a);
+      if (!IsTensor(id)) {
+        return fail(absl::StrCat("arg_dim_orders entry ", a, " is given for argument ", a,
+                                 ", which is a scalar"));
+      }
+      const size_t rank = Len(value(id)->sizes());
+      if (!ValidDimOrder(dims, rank)) {
+        return fail(absl::StrCat("the dim order ", DimOrderString(dims), " of argument ", a,
+                                 " is not a permutation of 0..", rank - 1, " (",
+                                 ValueLabel(id, value(id)), " has rank ", rank, ")"));
+      }
+    }
+    const auto* written = call.written_args();
+    std::vector<bool> seen(num_args, false);
+    for (size_t w = 0; w < Len(written); ++w) {
+      const int32_t a = written->Get(w);
+      if (a < 0 || static_cast<size_t>(a) >= num_args) {
+        return fail(absl::StrCat("written argument ", w, " is argument ", a, ", but the call has ",
+                                 num_args, " arguments"));
+      }
+      if (seen[a]) {
+        return fail(absl::StrCat("argument ", a, " is listed as written more than once"));
+      }
+      seen[a] = true;
+      if (!IsTensor(node.args()->Get(a))) {
+        return fail(absl::StrCat("written argument ", a, " is a scalar"));
+      }
+    }
+    // The payload needs no check of its own: the verifier has put it inside the buffer, and its
+    // content belongs to the backend, which verifies it at init.
+    return absl::OkStatus();
+  }
+
+  absl::Status VerifyOutputs() {
+    const auto* outputs = method_.outputs();
+    for (size_t o = 0; o < Len(outputs); ++o) {
+      const int32_t id = outputs->Get(o);
+      const std::string where = absl::StrCat("output ", o);
+      if (auto bad = OutOfRange(id)) return Sentence(where, absl::StrCat("is ", *bad));
+      if (!IsTensor(id)) {
+        return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)),
+                                            ", a scalar; outputs must be tensors"));
+      }
+      if (producer_[id] == kNotProduced) {
+        return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)),
+                                            ", an intermediate that no node produces"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // producer_[v]: the node that produces intermediate v, kNotProduced before it, kFromStart for
+  // values defined before the first node (inputs, constants, states, scalars).
+  static constexpr int32_t kFromStart = -1;
+  static constexpr int32_t kNotProduced = -2;
+
+  const fbs::Program& program_;
+  absl::Span<const uint8_t> bytes_;
+  const VerifyOptions& options_;
+  const fbs::Method& method_;
+  const std::string label_;
+  std::vector<int32_t> producer_;
+};
+
+std::string MethodLabel(size_t index, absl::string_view name) {
+  if (name.empty()) return absl::StrCat("method ", index);
+  return absl::StrCat("method \"", absl::CHexEscape(name), "\"");
+}
+
+}  // namespace
+
+absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> bytes,
+                                                  const VerifyOptions& options) {
+  constexpr size_t kHeader = sizeof(flatbuffers::uoffset_t) + flatbuffers::kFileIdentifierLength;
+  if (bytes.empty()) return absl::InvalidArgumentError("the program is empty (0 bytes)");
+  if (bytes.size() < kHeader) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the program is ", bytes.size(), " bytes, too short for a Ferry program"));
+  }
+  if (!flatbuffers::BufferHasIdentifier(bytes.data(), kProgramFileIdentifier)) {
+    absl::string_view id(reinterpret_cast<const char*>(bytes.data()) + 4, 4);
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a Ferry program: the file identifier (bytes 4..7) is \"",
+                     absl::CHexEscape(id), "\", expected \"", kProgramFileIdentifier, "\""));
+  }
+  if (bytes.size() >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the program is ", bytes.size(), " bytes; the format holds less than 2 GiB"));
+  }
+  if (options.check_alignment && bytes.size() % kSegmentAlignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the program is ", bytes.size(), " bytes, not a multiple of ", kSegmentAlignment,
+        ": it is truncated, or was not written by Ferry (load its JSON form instead)"));
+  }
+  // A table takes at least 4 bytes, so a program without shared tables has fewer than size / 4;
+  // the bound keeps the verifier's work linear in the size even for hostile sharing.
+  const auto max_tables =
+      static_cast<flatbuffers::uoffset_t>(std::max<size_t>(bytes.size() / 4, size_t{1} << 16));
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size(), kMaxDepth, max_tables);
+  if (!fbs::VerifyProgramBuffer(verifier)) {
+    return absl::InvalidArgumentError(
+        "the program is malformed: the FlatBuffers verifier rejected it (an offset or length "
+        "points outside the buffer, or the nesting is too deep)");
+  }
+  const fbs::Program* program = fbs::GetProgram(bytes.data());
+  if (program->version() != kProgramFormatVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("program format version ", program->version(),
+                                                   " is not supported (this runtime reads version ",
+                                                   kProgramFormatVersion, ")"));
+  }
+  const auto* methods = program->methods();
+  if (Len(methods) == 0) return absl::InvalidArgumentError("the program has no methods");
+  absl::flat_hash_set<absl::string_view> names;
+  for (size_t m = 0; m < methods->size(); ++m) {
+    const fbs::Method* method = methods->Get(m);
+    absl::string_view name = View(method->name());
+    if (name.empty()) return absl::InvalidArgumentError(absl::StrCat("method ", m, " has no name"));
+    if (!names.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(MethodLabel(m, name), " is defined more than once"));
+    }
+    FERRY_RETURN_IF_ERROR(
+        MethodVerifier(*program, bytes, options, *method, MethodLabel(m, name)).Verify());
+  }
+  return program;
+}
+
+std::vector<MethodDef> BuildMethodDefs(const fbs::Program& program) {
+  std::vector<MethodDef> methods;
+  methods.reserve(Len(program.methods()));
+  for (const fbs::Method* method : *program.methods()) {
+    MethodDef def;
+    def.name = std::string(View(method->name()));
+    def.values.resize(Len(method->values()));
+    for (size_t v = 0; v < def.values.size(); ++v) {
+      const fbs::Value* val = method->values()->Get(v);
+      ValueDef& out = def.values[v];
+      out.name = std::string(View(val->name()));
+      if (out.name.empty()) out.name = absl::StrCat("value ", v);
+      out.kind = ToKind(val->kind());
+      if (out.kind == ValueKind::kScalar) {
+        const fbs::ScalarValue* s = val->scalar();
+        switch (s->kind()) {
+          case fbs::ScalarKind::Int:
+            out.scalar = Scalar::Int(s->int_value());
+            break;
+          case fbs::ScalarKind::Double:
+            out.scalar = Scalar::Double(s->double_value());
+            break;
+          case fbs::ScalarKind::Bool:
+            out.scalar = Scalar::Bool(s->bool_value());
+            break;
+          case fbs::ScalarKind::IntList: {
+            std::vector<int64_t> list;
+            if (s->int_list() != nullptr) list.assign(s->int_list()->begin(), s->int_list()->end());
+            out.scalar = Scalar::IntList(std::move(list));
+            break;
+          }
+        }
+        continue;
+      }
+      out.meta = MetaOf(val);
+      if (out.kind == ValueKind::kConstant || out.kind == ValueKind::kState) {
+        const flatbuffers::Vector<uint8_t>* data =
+            program.segments()->Get(val->data_segment())->data();
+        if (data != nullptr) out.data = absl::MakeConstSpan(data->data(), data->size());
+      }
+    }
+    def.nodes.resize(Len(method->nodes()));
+    for (size_t n = 0; n < def.nodes.size(); ++n) {
+      const fbs::Node* node = method->nodes()->Get(n);
+      NodeDef& out = def.nodes[n];
+      out.name = std::string(NodeDisplayName(node));
+      if (node->args() != nullptr) out.args.assign(node->args()->begin(), node->args()->end());
+      if (node->results() != nullptr) {
+        out.results.assign(node->results()->begin(), node->results()->end());
+      }
+      if (const fbs::HostOp* op = node->op_as_HostOp()) {
+        out.kind = NodeKind::kHostOp;
+        out.op = std::string(View(op->op()));
+        continue;
+      }
+      const fbs::DelegateCall* call = node->op_as_DelegateCall();
+      out.kind = NodeKind::kDelegate;
+      out.backend = std::string(View(call->backend()));
+      if (call->compile_specs() != nullptr) {
+        for (const fbs::CompileSpec* spec : *call->compile_specs()) {
+          out.compile_specs.emplace_back(std::string(View(spec->key())),
+                                         std::string(View(spec->value())));
+        }
+      }
+      if (call->payload() != nullptr) {
+        out.payload = absl::MakeConstSpan(call->payload()->data(), call->payload()->size());
+      }
+      if (call->arg_dim_orders() != nullptr) {
+        for (const fbs::DimOrder* order : *call->arg_dim_orders()) {
+          std::vector<int32_t> dims;
+          if (order->dims() != nullptr) dims.assign(order->dims()->begin(), order->dims()->end());
+          out.arg_dim_orders.push_back(std::move(dims));
+        }
+      }
+      if (call->written_args() != nullptr) {
+        out.written_args.assign(call->written_args()->begin(), call->written_args()->end());
+      }
+    }
+    if (method->inputs() != nullptr) {
+      def.inputs.assign(method->inputs()->begin(), method->inputs()->end());
+    }
+    if (method->outputs() != nullptr) {
+      def.outputs.assign(method->outputs()->begin(), method->outputs()->end());
+    }
+    methods.push_back(std::move(def));
+  }
+  return methods;
+}
+
+}  // namespace ferry::internal

@@ -1,0 +1,897 @@
+#include "loader/placement.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "memory/status_macros.h"
+
+namespace ferry {
+
+const char* CopyDirectionName(CopyDirection direction) {
+  switch (direction) {
+    case CopyDirection::kHostToDevice:
+      return "h2d";
+    case CopyDirection::kDeviceToHost:
+      return "d2h";
+    case CopyDirection::kDeviceToDevice:
+      return "d2d";
+    case CopyDirection::kHostToHost:
+      return "h2h";
+  }
+  return "?";
+}
+
+const char* CopyTimingName(CopyTiming timing) {
+  return timing == CopyTiming::kOnce ? "once" : "per call";
+}
+
+const char* BufferKindName(BufferKind kind) {
+  switch (kind) {
+    case BufferKind::kArena:
+      return "arena";
+    case BufferKind::kInput:
+      return "input";
+    case BufferKind::kProgramData:
+      return "program data";
+    case BufferKind::kConstantReplica:
+      return "constant replica";
+    case BufferKind::kState:
+      return "state";
+    case BufferKind::kAlias:
+      return "alias";
+  }
+  return "?";
+}
+
+int PlacementPlan::per_call_copies() const {
+  int n = 0;
+  for (const CopyStep& c : copies) n += c.timing == CopyTiming::kPerCall;
+  return n;
+}
+
+size_t PlacementPlan::per_call_bytes() const {
+  size_t n = 0;
+  for (const CopyStep& c : copies) {
+    if (c.timing == CopyTiming::kPerCall) n += c.bytes;
+  }
+  return n;
+}
+
+std::vector<Device> PlacementPlan::devices() const {
+  std::set<Device> set;
+  for (const PlannedBuffer& b : buffers) {
+    if (!b.device.is_host()) set.insert(b.device);
+  }
+  for (const NodePlacement& n : nodes) {
+    if (!n.device.is_host()) set.insert(n.device);
+  }
+  return std::vector<Device>(set.begin(), set.end());
+}
+
+std::string FormatDiagnostics(const std::vector<Diagnostic>& diagnostics) {
+  std::string out;
+  for (const Diagnostic& d : diagnostics) {
+    absl::StrAppend(&out, d.severity == Diagnostic::Severity::kError ? "error: " : "warning: ",
+                    d.message, "\n");
+  }
+  return out;
+}
+
+std::vector<int32_t> CanonicalDimOrder(std::vector<int32_t> order) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] != static_cast<int32_t>(i)) return order;
+  }
+  return {};
+}
+
+namespace {
+
+std::string DimOrderString(const std::vector<int32_t>& order, int32_t rank) {
+  if (order.empty()) {
+    std::vector<int32_t> identity(rank);
+    for (int32_t i = 0; i < rank; ++i) identity[i] = i;
+    return absl::StrCat("(", absl::StrJoin(identity, ", "), ")");
+  }
+  return absl::StrCat("(", absl::StrJoin(order, ", "), ")");
+}
+
+std::vector<int32_t> CanonicalOrder(std::vector<int32_t> order) {
+  return CanonicalDimOrder(std::move(order));
+}
+
+class Placer {
+ public:
+  Placer(const PlacementInput& input, const PlacementOptions& options)
+      : in_(input), m_(*input.method), opt_(options) {}
+
+  absl::StatusOr<PlacementPlan> Run() {
+    FERRY_RETURN_IF_ERROR(CheckInput());
+    FERRY_RETURN_IF_ERROR(CheckOptions());
+    FERRY_RETURN_IF_ERROR(ResolveNodeDevices());
+    ComputeGroups();
+    FERRY_RETURN_IF_ERROR(ComputeHomes());
+    CreateInitialBuffers();
+    for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
+      FERRY_RETURN_IF_ERROR(PlaceNode(n));
+    }
+    FERRY_RETURN_IF_ERROR(PlaceOutputs());
+    FERRY_RETURN_IF_ERROR(InputDiagnostics());
+    ComputeLifetimes();
+    FERRY_RETURN_IF_ERROR(ApplyStrictMode());
+    return std::move(plan_);
+  }
+
+ private:
+  // ---- naming -------------------------------------------------------------------------------
+  std::string NodeLabel(int32_t n) const {
+    return absl::StrCat("node ", n, " (", m_.nodes[n].name, ")");
+  }
+  std::string ValueLabel(ValueId v) const { return absl::StrCat("\"", m_.values[v].name, "\""); }
+  // The device as the program declared it, with the device used when they differ.
+  std::string DeviceLabel(const Device& d) const {
+    auto it = declared_.find(d);
+    if (it != declared_.end() && it->second != d) {
+      return absl::StrCat(it->second.ToString(), " (as ", d.ToString(), ")");
+    }
+    return d.ToString();
+  }
+  size_t Bytes(ValueId v) const { return m_.values[v].meta.ByteSize().value_or(0); }
+
+  // ---- checks -------------------------------------------------------------------------------
+  absl::Status CheckInput() const {
+    if (in_.method == nullptr) return absl::InvalidArgumentError("placement: no method given");
+    if (in_.effects.size() != m_.nodes.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("placement: ", in_.effects.size(),
+                                                     " node effects for ", m_.nodes.size(),
+                                                     " nodes"));
+    }
+    if (in_.layouts.size() != m_.values.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "placement: ", in_.layouts.size(), " layouts for ", m_.values.size(), " values"));
+    }
+    for (size_t n = 0; n < m_.nodes.size(); ++n) {
+      const NodeDef& node = m_.nodes[n];
+      const NodeEffects& e = in_.effects[n];
+      auto arg_ok = [&](int32_t a) { return a >= 0 && a < static_cast<int32_t>(node.args.size()); };
+      for (int32_t a : e.written_args) {
+        if (!arg_ok(a) || !m_.values[node.args[a]].is_tensor()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "method \"", m_.name, "\", ", NodeLabel(n), ": written argument ", a,
+              " is not a tensor argument of the node"));
+        }
+      }
+      for (int32_t a : e.shape_only_args) {
+        if (!arg_ok(a)) {
+          return absl::InvalidArgumentError(absl::StrCat("method \"", m_.name, "\", ",
+                                                         NodeLabel(n), ": shape-only argument ",
+                                                         a, " is out of range"));
+        }
+      }
+      if (!e.view_of.empty() && e.view_of.size() != node.results.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("method \"", m_.name, "\", ", NodeLabel(n),
+                                                       ": view_of has ", e.view_of.size(),
+                                                       " entries for ", node.results.size(),
+                                                       " results"));
+      }
+      for (int32_t a : e.view_of) {
+        if (a == -1) continue;
+        if (!arg_ok(a) || !m_.values[node.args[a]].is_tensor() ||
+            node.kind != NodeKind::kHostOp) {
+          return absl::InvalidArgumentError(absl::StrCat("method \"", m_.name, "\", ",
+                                                         NodeLabel(n),
+                                                         ": a result aliases argument ", a,
+                                                         ", which is not a tensor argument of a "
+                                                         "host op"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckOptions() const {
+    if (opt_.error_on_per_call_copies && !opt_.skip_h2d_for_method_inputs &&
+        !opt_.skip_d2h_for_method_outputs) {
+      return absl::FailedPreconditionError(
+          "error_on_per_call_copies is set without skip_h2d_for_method_inputs or "
+          "skip_d2h_for_method_outputs: without a skip flag every input and output crosses to the "
+          "host by design, so there is nothing for it to check; set a skip flag or clear it");
+    }
+    return absl::OkStatus();
+  }
+
+  bool IsPresent(const Device& d) const {
+    if (d.is_host()) return true;
+    return std::find(opt_.present_devices.begin(), opt_.present_devices.end(), d) !=
+           opt_.present_devices.end();
+  }
+
+  absl::Status ResolveNodeDevices() {
+    plan_.nodes.resize(m_.nodes.size());
+    for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
+      const NodeDef& node = m_.nodes[n];
+      Device device = Device::Host();
+      if (node.kind == NodeKind::kDelegate) {
+        std::optional<absl::string_view> target = node.CompileSpec(kTargetDeviceSpec);
+        if (target.has_value()) {
+          absl::StatusOr<Device> parsed = ParseDevice(*target);
+          if (!parsed.ok()) {
+            return absl::InvalidArgumentError(absl::StrCat("method \"", m_.name, "\", ",
+                                                           NodeLabel(n), ": target_device: ",
+                                                           parsed.status().message()));
+          }
+          Device declared = *parsed;
+          device = declared;
+          if (auto it = opt_.device_map.find(declared); it != opt_.device_map.end()) {
+            device = it->second;
+          }
+          if (!IsPresent(device)) {
+            std::vector<std::string> present = {"host"};
+            for (const Device& d : opt_.present_devices) present.push_back(d.ToString());
+            std::string mapped =
+                device == declared ? "" : absl::StrCat(", which is mapped to ", device.ToString());
+            return absl::NotFoundError(absl::StrCat(
+                "method \"", m_.name, "\", ", NodeLabel(n), ": device ", declared.ToString(),
+                mapped, " is not present and not mapped to a present device (present: ",
+                absl::StrJoin(present, ", "), ")"));
+          }
+          if (!device.is_host()) declared_.emplace(device, declared);
+        }
+      }
+      plan_.nodes[n].device = device;
+    }
+    return absl::OkStatus();
+  }
+
+  // Values that share memory (a view or in-place result and the argument it aliases) form a
+  // group, named by its root value.
+  void ComputeGroups() {
+    group_.resize(m_.values.size());
+    for (size_t v = 0; v < m_.values.size(); ++v) group_[v] = static_cast<ValueId>(v);
+    for (size_t n = 0; n < m_.nodes.size(); ++n) {
+      const NodeDef& node = m_.nodes[n];
+      const NodeEffects& e = in_.effects[n];
+      for (size_t r = 0; r < e.view_of.size(); ++r) {
+        if (e.view_of[r] >= 0) group_[node.results[r]] = group_[node.args[e.view_of[r]]];
+      }
+    }
+  }
+
+  bool IsShapeOnly(int32_t n, int32_t arg) const {
+    const auto& s = in_.effects[n].shape_only_args;
+    return std::find(s.begin(), s.end(), arg) != s.end();
+  }
+
+  absl::Status ComputeHomes() {
+    plan_.value_homes.assign(m_.values.size(), Device::Host());
+    // Device readers and writers of each group.
+    std::vector<std::set<Device>> writers(m_.values.size());
+    std::vector<std::vector<int32_t>> writer_nodes(m_.values.size());
+    std::vector<std::set<Device>> readers(m_.values.size());
+    for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
+      const NodeDef& node = m_.nodes[n];
+      const Device& d = plan_.nodes[n].device;
+      for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
+        if (!m_.values[node.args[a]].is_tensor() || IsShapeOnly(n, a)) continue;
+        readers[group_[node.args[a]]].insert(d);
+      }
+      for (int32_t a : in_.effects[n].written_args) {
+        ValueId g = group_[node.args[a]];
+        writers[g].insert(d);
+        writer_nodes[g].push_back(n);
+      }
+    }
+    for (ValueId v = 0; v < static_cast<ValueId>(m_.values.size()); ++v) {
+      const ValueDef& value = m_.values[v];
+      if (value.kind == ValueKind::kState) {
+        if (writers[v].size() > 1) {
+          std::vector<std::string> names;
+          for (int32_t n : writer_nodes[v]) {
+            names.push_back(absl::StrCat(NodeLabel(n), " on ", DeviceLabel(plan_.nodes[n].device)));
+          }
+          return absl::InvalidArgumentError(absl::StrCat(
+              "method \"", m_.name, "\": state ", ValueLabel(v),
+              " is written on more than one device (", absl::StrJoin(names, ", "),
+              "); a state buffer has one home, so it may be written on one device only"));
+        }
+        const std::set<Device>& deciding = writers[v].empty() ? readers[v] : writers[v];
+        if (deciding.size() == 1 && !deciding.begin()->is_host()) {
+          plan_.value_homes[v] = *deciding.begin();
+        }
+      }
+      if (value.kind == ValueKind::kInput && opt_.skip_h2d_for_method_inputs) {
+        for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
+          if (plan_.nodes[n].device.is_host()) continue;
+          const NodeDef& node = m_.nodes[n];
+          bool reads = false;
+          for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
+            reads = reads || (node.args[a] == v && !IsShapeOnly(n, a));
+          }
+          if (reads) {
+            plan_.value_homes[v] = plan_.nodes[n].device;
+            break;
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // ---- buffers --------------------------------------------------------------------------------
+  int32_t NewBuffer(ValueId v, Device device, BufferKind kind, std::vector<int32_t> order,
+                    int32_t alias_of = -1) {
+    PlannedBuffer b;
+    b.value = v;
+    b.device = device;
+    b.kind = kind;
+    b.bytes = kind == BufferKind::kAlias ? 0 : Bytes(v);
+    b.dim_order = CanonicalOrder(std::move(order));
+    b.alias_of = alias_of;
+    int32_t id = static_cast<int32_t>(plan_.buffers.size());
+    plan_.buffers.push_back(std::move(b));
+    phys_.push_back(alias_of >= 0 ? phys_[alias_of] : id);
+    version_.push_back(group_version_[group_[v]]);
+    if (kind != BufferKind::kProgramData || m_.values[v].kind == ValueKind::kConstant) {
+      group_buffers_[group_[v]].push_back(id);
+    }
+    return id;
+  }
+
+  void Register(ValueId v, const Device& d, const std::vector<int32_t>& order, int32_t buffer) {
+    instances_[{v, d, CanonicalOrder(order)}] = buffer;
+    if (d.is_host() && CanonicalOrder(order) == NaturalOrder(v)) host_instance_[v] = buffer;
+  }
+
+  std::vector<int32_t> NaturalOrder(ValueId v) const {
+    return CanonicalOrder(in_.layouts[v].dim_order);
+  }
+
+  void CreateInitialBuffers() {
+    group_version_.assign(m_.values.size(), 0);
+    group_buffers_.resize(m_.values.size());
+    home_buffer_.assign(m_.values.size(), -1);
+    host_instance_.assign(m_.values.size(), -1);
+    for (ValueId v = 0; v < static_cast<ValueId>(m_.values.size()); ++v) {
+      const ValueDef& value = m_.values[v];
+      const Device home = plan_.value_homes[v];
+      switch (value.kind) {
+        case ValueKind::kInput: {
+          int32_t b = NewBuffer(v, home, BufferKind::kInput, NaturalOrder(v));
+          home_buffer_[v] = b;
+          Register(v, home, NaturalOrder(v), b);
+          break;
+        }
+        case ValueKind::kConstant: {
+          int32_t b = NewBuffer(v, Device::Host(), BufferKind::kProgramData, NaturalOrder(v));
+          home_buffer_[v] = b;
+          Register(v, Device::Host(), NaturalOrder(v), b);
+          break;
+        }
+        case ValueKind::kState: {
+          int32_t data = NewBuffer(v, Device::Host(), BufferKind::kProgramData, NaturalOrder(v));
+          int32_t b = NewBuffer(v, home, BufferKind::kState, NaturalOrder(v));
+          home_buffer_[v] = b;
+          Register(v, home, NaturalOrder(v), b);
+          CopyStep c;
+          c.value = v;
+          c.src_buffer = data;
+          c.dst_buffer = b;
+          c.src_device = Device::Host();
+          c.dst_device = home;
+          c.direction = home.is_host() ? CopyDirection::kHostToHost : CopyDirection::kHostToDevice;
+          c.timing = CopyTiming::kOnce;
+          c.bytes = Bytes(v);
+          c.reason = absl::StrCat("initial data of state ", ValueLabel(v));
+          AddLoadCopy(std::move(c));
+          break;
+        }
+        case ValueKind::kIntermediate:
+        case ValueKind::kScalar:
+          break;
+      }
+    }
+    plan_.input_buffers.reserve(m_.inputs.size());
+    for (ValueId v : m_.inputs) plan_.input_buffers.push_back(home_buffer_[v]);
+  }
+
+  void AddLoadCopy(CopyStep c) {
+    plan_.load_copies.push_back(static_cast<int32_t>(plan_.copies.size()));
+    plan_.copies.push_back(std::move(c));
+  }
+
+  void AddCallCopy(CopyStep c) {
+    plan_.schedule.push_back(
+        {ScheduleStep::Kind::kCopy, static_cast<int32_t>(plan_.copies.size())});
+    plan_.copies.push_back(std::move(c));
+  }
+
+  bool Current(int32_t b) const {
+    return version_[b] == group_version_[group_[plan_.buffers[b].value]];
+  }
+
+  // Marks `b` and everything sharing its memory as holding the group's current version.
+  void MarkCurrent(int32_t b) {
+    ValueId g = group_[plan_.buffers[b].value];
+    for (int32_t c : group_buffers_[g]) {
+      if (phys_[c] == phys_[b]) version_[c] = group_version_[g];
+    }
+  }
+
+  void Write(int32_t b) {
+    ++group_version_[group_[plan_.buffers[b].value]];
+    MarkCurrent(b);
+  }
+
+  bool IsConstantGroup(ValueId v) const {
+    return m_.values[group_[v]].kind == ValueKind::kConstant;
+  }
+
+  // The buffers holding value v (not the program data of a state's initial value).
+  std::vector<int32_t> InstancesOf(ValueId v) const {
+    std::vector<int32_t> out;
+    for (int32_t b : group_buffers_[group_[v]]) {
+      if (plan_.buffers[b].value == v && plan_.buffers[b].kind != BufferKind::kProgramData) {
+        out.push_back(b);
+      }
+    }
+    if (m_.values[v].kind == ValueKind::kConstant) out.push_back(home_buffer_[v]);
+    return out;
+  }
+
+  // A buffer holding the current version of v, to copy from: a host copy first (P4), then v's home,
+  // then any other device.
+  absl::StatusOr<int32_t> FindSource(ValueId v, const Device& reader_device,
+                                     const std::string& reason, int32_t node, int32_t output) {
+    int32_t host = host_instance_[v];
+    if (host >= 0 && Current(host)) return host;
+    int32_t home = home_buffer_[v];
+    if (home >= 0 && Current(home)) return home;
+    for (int32_t b : InstancesOf(v)) {
+      if (Current(b) && plan_.buffers[b].dim_order == NaturalOrder(v)) return b;
+    }
+    // Nothing holds v's current version: v is a host view whose base was written elsewhere.
+    // Refresh the base's host copy; the view sees it through shared memory.
+    if (host >= 0 && plan_.buffers[host].kind == BufferKind::kAlias) {
+      int32_t root = phys_[host];
+      FERRY_RETURN_IF_ERROR(
+          Read(plan_.buffers[root].value, Device::Host(), {}, reason, node, output).status());
+      if (Current(host)) return host;
+    }
+    return absl::InternalError(absl::StrCat("placement: no current copy of value ",
+                                            ValueLabel(v), " for ", reason, " on ",
+                                            reader_device.ToString()));
+  }
+
+  static CopyDirection Direction(const Device& src, const Device& dst) {
+    if (src.is_host()) return dst.is_host() ? CopyDirection::kHostToHost : CopyDirection::kHostToDevice;
+    return dst.is_host() ? CopyDirection::kDeviceToHost : CopyDirection::kDeviceToDevice;
+  }
+
+  // Reads value v on device d (for node `node` or method output `output`) in dim order `wanted`
+  // (nullopt: v's natural layout). Returns the buffer to read, adding the copies needed.
+  absl::StatusOr<int32_t> Read(ValueId v, const Device& d,
+                               std::optional<std::vector<int32_t>> wanted, const std::string& reason,
+                               int32_t node, int32_t output) {
+    if (IsConstantGroup(v)) return ReadConstant(v, d, std::move(wanted), node);
+    const ValueLayout& natural = in_.layouts[v];
+    std::vector<int32_t> order;
+    if (d.is_host()) {
+      // The host copy keeps the natural layout: host kernels were checked against it. A host
+      // reader compiled for another layout reads a converted copy of it.
+      order = NaturalOrder(v);
+      if (wanted.has_value() && CanonicalOrder(*wanted) != order) {
+        return ReadConverted(v, CanonicalOrder(*wanted), reason, node);
+      }
+    } else if (wanted.has_value()) {
+      order = CanonicalOrder(*wanted);
+    } else {
+      order = natural.dense ? NaturalOrder(v) : std::vector<int32_t>{};
+    }
+    int32_t existing = -1;
+    if (d.is_host()) {
+      existing = host_instance_[v];
+    } else if (auto it = instances_.find({v, d, order}); it != instances_.end()) {
+      existing = it->second;
+    }
+    if (existing >= 0 && Current(existing)) return existing;
+    FERRY_ASSIGN_OR_RETURN(int32_t src, FindSource(v, d, reason, node, output));
+    // Refreshing the base of a view (see FindSource) may already have made `existing` current.
+    if (existing >= 0 && Current(existing)) return existing;
+    const PlannedBuffer& src_buffer = plan_.buffers[src];
+    const bool src_dense = src_buffer.kind != BufferKind::kAlias || natural.dense;
+    const std::vector<int32_t> src_order =
+        src_buffer.kind == BufferKind::kAlias ? NaturalOrder(v) : src_buffer.dim_order;
+    const bool converts = !src_dense || src_order != order;
+    if (converts && !src_buffer.device.is_host()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "method \"", m_.name, "\", ", reason, ": value ", ValueLabel(v), " lives on ",
+          DeviceLabel(src_buffer.device), " in dim order ",
+          DimOrderString(src_order, m_.values[v].meta.rank()), " but is read on ", DeviceLabel(d),
+          " in dim order ", DimOrderString(order, m_.values[v].meta.rank()),
+          "; layout conversion is supported only for copies from the host"));
+    }
+    int32_t dst = existing;
+    if (dst < 0) {
+      dst = NewBuffer(v, d, BufferKind::kArena, order);
+      Register(v, d, order, dst);
+    }
+    CopyStep c;
+    c.value = v;
+    c.src_buffer = src;
+    c.dst_buffer = dst;
+    c.src_device = plan_.buffers[src].device;
+    c.dst_device = d;
+    c.direction = Direction(c.src_device, d);
+    c.timing = CopyTiming::kPerCall;
+    c.bytes = Bytes(v);
+    c.converts_layout = converts;
+    c.node = node;
+    c.output = output;
+    c.reason = reason;
+    AddCallCopy(std::move(c));
+    MarkCurrent(dst);
+    return dst;
+  }
+
+  // A host reader compiled for a dim order other than the value's: a host-to-host converting copy
+  // of the current host copy, per call.
+  absl::StatusOr<int32_t> ReadConverted(ValueId v, std::vector<int32_t> order,
+                                        const std::string& reason, int32_t node) {
+    FERRY_ASSIGN_OR_RETURN(int32_t src, Read(v, Device::Host(), std::nullopt, reason, node, -1));
+    auto it = instances_.find({v, Device::Host(), order});
+    int32_t dst = -1;
+    if (it != instances_.end() && it->second != host_instance_[v]) {
+      dst = it->second;
+      if (Current(dst)) return dst;
+    } else {
+      dst = NewBuffer(v, Device::Host(), BufferKind::kArena, order);
+      instances_[{v, Device::Host(), order}] = dst;
+    }
+    CopyStep c;
+    c.value = v;
+    c.src_buffer = src;
+    c.dst_buffer = dst;
+    c.src_device = Device::Host();
+    c.dst_device = Device::Host();
+    c.direction = CopyDirection::kHostToHost;
+    c.timing = CopyTiming::kPerCall;
+    c.bytes = Bytes(v);
+    c.converts_layout = true;
+    c.node = node;
+    c.reason = reason;
+    AddCallCopy(std::move(c));
+    MarkCurrent(dst);
+    return dst;
+  }
+
+  // Constants (and views of them) never change: host readers read the program's data in place,
+  // each device gets one replica per layout, copied once at load (P7).
+  absl::StatusOr<int32_t> ReadConstant(ValueId v, const Device& d,
+                                       std::optional<std::vector<int32_t>> wanted, int32_t node) {
+    int32_t host = host_instance_[v];
+    const bool converts_on_host =
+        d.is_host() && wanted.has_value() && CanonicalOrder(*wanted) != NaturalOrder(v);
+    if (d.is_host() && !converts_on_host) return host;
+    const ValueLayout& layout = in_.layouts[v];
+    const int32_t rank = m_.values[v].meta.rank();
+    if (!layout.dense) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "method \"", m_.name, "\", ", NodeLabel(node), " on ", DeviceLabel(d),
+          " reads constant ", ValueLabel(group_[v]),
+          v == group_[v] ? "" : absl::StrCat(" through ", ValueLabel(v)), " with strides (",
+          absl::StrJoin(layout.strides, ", "),
+          "), which is not a dense layout (it has gaps, overlaps or zero strides); a device "
+          "replica needs a dense layout"));
+    }
+    std::vector<int32_t> natural = NaturalOrder(v);
+    std::vector<int32_t> order = wanted.has_value() ? CanonicalOrder(*wanted) : natural;
+    if (auto it = instances_.find({v, d, order}); it != instances_.end()) return it->second;
+    int32_t dst = NewBuffer(v, d, BufferKind::kConstantReplica, order);
+    Register(v, d, order, dst);
+    CopyStep c;
+    c.value = v;
+    c.src_buffer = host;
+    c.dst_buffer = dst;
+    c.src_device = Device::Host();
+    c.dst_device = d;
+    c.direction = d.is_host() ? CopyDirection::kHostToHost : CopyDirection::kHostToDevice;
+    c.timing = CopyTiming::kOnce;
+    c.bytes = Bytes(v);
+    c.converts_layout = order != natural;
+    c.node = node;
+    c.reason = absl::StrCat("replica of constant ", ValueLabel(v), " on ", DeviceLabel(d),
+                            " for ", NodeLabel(node));
+    if (c.converts_layout) {
+      Diagnostic diag;
+      diag.severity = Diagnostic::Severity::kWarning;
+      diag.message = absl::StrCat(
+          "constant ", ValueLabel(v), " (", c.bytes, " bytes) is stored in dim order ",
+          DimOrderString(natural, rank), " but ", NodeLabel(node), " on ", DeviceLabel(d),
+          " was compiled for dim order ", DimOrderString(order, rank),
+          "; it is converted once at load");
+      diag.values = {v};
+      diag.nodes = {node};
+      diag.devices = {d};
+      diag.bytes = c.bytes;
+      plan_.diagnostics.push_back(std::move(diag));
+    }
+    AddLoadCopy(std::move(c));
+    return dst;
+  }
+
+  absl::Status PlaceNode(int32_t n) {
+    const NodeDef& node = m_.nodes[n];
+    const NodeEffects& effects = in_.effects[n];
+    NodePlacement& placed = plan_.nodes[n];
+    const Device d = placed.device;
+    const std::string reason = absl::StrCat("read by ", NodeLabel(n), " on ", DeviceLabel(d));
+    placed.arg_buffers.assign(node.args.size(), -1);
+    // Reads (copies are made before the node runs).
+    for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
+      ValueId v = node.args[a];
+      if (!m_.values[v].is_tensor()) continue;
+      if (IsShapeOnly(n, a)) continue;
+      std::optional<std::vector<int32_t>> wanted;
+      if (a < static_cast<int32_t>(node.arg_dim_orders.size()) && !node.arg_dim_orders[a].empty()) {
+        wanted = node.arg_dim_orders[a];
+      }
+      FERRY_ASSIGN_OR_RETURN(placed.arg_buffers[a], Read(v, d, std::move(wanted), reason, n, -1));
+    }
+    // Shape-only readers need no copy: any buffer of the value carries its shape.
+    for (int32_t a : effects.shape_only_args) {
+      ValueId v = node.args[a];
+      if (!m_.values[v].is_tensor() || placed.arg_buffers[a] >= 0) continue;
+      int32_t b = -1;
+      if (auto it = instances_.find({v, d, NaturalOrder(v)}); it != instances_.end()) b = it->second;
+      if (b < 0) b = home_buffer_[v] >= 0 ? home_buffer_[v] : host_instance_[v];
+      if (b < 0) {
+        std::vector<int32_t> all = InstancesOf(v);
+        if (!all.empty()) b = all.front();
+      }
+      placed.arg_buffers[a] = b;
+    }
+    plan_.schedule.push_back({ScheduleStep::Kind::kNode, n});
+    // Writes in place.
+    for (int32_t a : effects.written_args) {
+      FERRY_RETURN_IF_ERROR(CheckWrite(n, a));
+      Write(placed.arg_buffers[a]);
+    }
+    // Results.
+    placed.result_buffers.assign(node.results.size(), -1);
+    for (size_t r = 0; r < node.results.size(); ++r) {
+      ValueId v = node.results[r];
+      int32_t view_of = r < effects.view_of.size() ? effects.view_of[r] : -1;
+      int32_t b;
+      if (view_of >= 0) {
+        int32_t base = placed.arg_buffers[view_of];
+        b = NewBuffer(v, d, BufferKind::kAlias, {}, base);
+        plan_.buffers[b].alias_node = n;
+        version_[b] = version_[base];
+        plan_.value_homes[v] = plan_.buffers[base].device;
+      } else {
+        plan_.value_homes[v] = d;
+        b = NewBuffer(v, d, BufferKind::kArena, NaturalOrder(v));
+        home_buffer_[v] = b;
+      }
+      Register(v, d, NaturalOrder(v), b);
+      placed.result_buffers[r] = b;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckWrite(int32_t n, int32_t a) const {
+    const NodeDef& node = m_.nodes[n];
+    const Device& d = plan_.nodes[n].device;
+    ValueId v = node.args[a];
+    ValueId root = group_[v];
+    std::string through = v == root ? "" : absl::StrCat(" through ", ValueLabel(v));
+    if (IsConstantGroup(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("method \"", m_.name, "\", ", NodeLabel(n), " writes constant ",
+                       ValueLabel(root), through, " in place; constants are read-only"));
+    }
+    if (!d.is_host()) {
+      const Device& home = plan_.value_homes[v];
+      if (home != d || plan_.nodes[n].arg_buffers[a] != home_buffer_[v]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "method \"", m_.name, "\", ", NodeLabel(n), " on ", DeviceLabel(d),
+            " writes value ", ValueLabel(v), " in place, but ", ValueLabel(v), " lives on ",
+            DeviceLabel(home),
+            "; a delegate may write in place only values that live on its own device (state it "
+            "owns, results of delegates on that device)"));
+      }
+    } else if (m_.values[root].kind == ValueKind::kInput && !plan_.value_homes[root].is_host()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "method \"", m_.name, "\": input ", ValueLabel(root), " is passed on ",
+          DeviceLabel(plan_.value_homes[root]), " (skip_h2d_for_method_inputs), but ",
+          NodeLabel(n), " writes it in place on the host", through,
+          "; the write would reach only a host copy. Clear skip_h2d_for_method_inputs or make "
+          "the op functional"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status PlaceOutputs() {
+    plan_.output_buffers.assign(m_.outputs.size(), -1);
+    for (int32_t i = 0; i < static_cast<int32_t>(m_.outputs.size()); ++i) {
+      ValueId v = m_.outputs[i];
+      ValueId root = group_[v];
+      const Device home = plan_.value_homes[v];
+      const Device root_home = plan_.value_homes[root];
+      if (opt_.skip_d2h_for_method_outputs && !IsConstantGroup(v)) {
+        int32_t on_device = -1;
+        for (int32_t b : InstancesOf(v)) {
+          if (!plan_.buffers[b].device.is_host() && Current(b) &&
+              plan_.buffers[b].dim_order == NaturalOrder(v) &&
+              (on_device < 0 || b == home_buffer_[v])) {
+            on_device = b;
+          }
+        }
+        if (on_device >= 0) {
+          plan_.output_buffers[i] = on_device;
+          continue;
+        }
+        int32_t host = host_instance_[v];
+        if (host >= 0 && Current(host) && (!home.is_host() || !root_home.is_host())) {
+          const Device& device = home.is_host() ? root_home : home;
+          Diagnostic diag;
+          diag.severity = Diagnostic::Severity::kWarning;
+          diag.message = absl::StrCat(
+              "output ", i, " (", ValueLabel(v), ", ", Bytes(v),
+              " bytes) is returned on the host, not on ", DeviceLabel(device),
+              ", because a host op writes it in place (", LastHostWriter(root),
+              "); with skip_d2h_for_method_outputs set, a caller-supplied buffer for output ", i,
+              " must be host memory");
+          diag.values = {v};
+          diag.devices = {Device::Host(), device};
+          diag.bytes = Bytes(v);
+          diag.output = i;
+          plan_.diagnostics.push_back(std::move(diag));
+        }
+      }
+      FERRY_ASSIGN_OR_RETURN(
+          plan_.output_buffers[i],
+          Read(v, Device::Host(), std::nullopt, absl::StrCat("method output ", i), -1, i));
+    }
+    return absl::OkStatus();
+  }
+
+  std::string LastHostWriter(ValueId root) const {
+    for (int32_t n = static_cast<int32_t>(m_.nodes.size()) - 1; n >= 0; --n) {
+      if (!plan_.nodes[n].device.is_host()) continue;
+      for (int32_t a : in_.effects[n].written_args) {
+        if (group_[m_.nodes[n].args[a]] == root) return NodeLabel(n);
+      }
+    }
+    return "a host op";
+  }
+
+  // P9: an input passed on a device that something reads elsewhere warns, once per input.
+  absl::Status InputDiagnostics() {
+    if (!opt_.skip_h2d_for_method_inputs) return absl::OkStatus();
+    for (int32_t i = 0; i < static_cast<int32_t>(m_.inputs.size()); ++i) {
+      ValueId v = m_.inputs[i];
+      const Device home = plan_.value_homes[v];
+      if (home.is_host()) continue;
+      std::vector<std::string> readers;
+      std::vector<int32_t> nodes;
+      std::vector<Device> devices = {home};
+      std::vector<const CopyStep*> output_copies;
+      for (const CopyStep& c : plan_.copies) {
+        if (c.value != v || c.timing != CopyTiming::kPerCall) continue;
+        if (c.output >= 0) {
+          output_copies.push_back(&c);
+          continue;
+        }
+        readers.push_back(absl::StrCat(NodeLabel(c.node), " reads it on ",
+                                       DeviceLabel(c.dst_device), " (one ",
+                                       CopyDirectionName(c.direction), " copy per call)"));
+        nodes.push_back(c.node);
+        devices.push_back(c.dst_device);
+      }
+      if (!readers.empty()) {
+        Diagnostic diag;
+        diag.severity = Diagnostic::Severity::kWarning;
+        diag.message = absl::StrCat(
+            "input ", i, " (", ValueLabel(v), ", ", Bytes(v), " bytes) is passed on ",
+            DeviceLabel(home), " (skip_h2d_for_method_inputs), but ",
+            absl::StrJoin(readers, "; "));
+        diag.values = {v};
+        diag.nodes = nodes;
+        diag.devices = devices;
+        diag.bytes = Bytes(v);
+        diag.input = i;
+        plan_.diagnostics.push_back(std::move(diag));
+      }
+      for (const CopyStep* c : output_copies) {
+        Diagnostic diag;
+        diag.severity = Diagnostic::Severity::kWarning;
+        diag.message = absl::StrCat(
+            "input ", i, " (", ValueLabel(v), ", ", Bytes(v), " bytes) is passed on ",
+            DeviceLabel(home), " (skip_h2d_for_method_inputs) and returned as output ", c->output,
+            ", which is copied to the host (one d2h copy per call); setting "
+            "skip_d2h_for_method_outputs returns it on ",
+            DeviceLabel(home), " with no copy");
+        diag.values = {v};
+        diag.devices = {home, Device::Host()};
+        diag.bytes = Bytes(v);
+        diag.input = i;
+        diag.output = c->output;
+        plan_.diagnostics.push_back(std::move(diag));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void ComputeLifetimes() {
+    auto touch = [&](int32_t b, int32_t pos) {
+      if (b < 0) return;
+      for (int32_t x : {b, phys_[b]}) {
+        PlannedBuffer& buf = plan_.buffers[x];
+        if (buf.first_step < 0 || pos < buf.first_step) buf.first_step = pos;
+        if (pos > buf.last_step) buf.last_step = pos;
+      }
+    };
+    for (int32_t p = 0; p < static_cast<int32_t>(plan_.schedule.size()); ++p) {
+      const ScheduleStep& s = plan_.schedule[p];
+      if (s.kind == ScheduleStep::Kind::kCopy) {
+        touch(plan_.copies[s.index].src_buffer, p);
+        touch(plan_.copies[s.index].dst_buffer, p);
+      } else {
+        for (int32_t b : plan_.nodes[s.index].arg_buffers) touch(b, p);
+        for (int32_t b : plan_.nodes[s.index].result_buffers) touch(b, p);
+      }
+    }
+    const int32_t end = static_cast<int32_t>(plan_.schedule.size());
+    for (int32_t b : plan_.output_buffers) touch(b, end);
+    for (PlannedBuffer& b : plan_.buffers) {
+      if (b.kind == BufferKind::kState) {
+        b.first_step = 0;
+        b.last_step = end;
+      }
+    }
+  }
+
+  absl::Status ApplyStrictMode() {
+    if (!opt_.error_on_per_call_copies) return absl::OkStatus();
+    std::vector<std::string> messages;
+    for (Diagnostic& d : plan_.diagnostics) {
+      if (d.input < 0 && d.output < 0) continue;  // not a boundary copy warning
+      d.severity = Diagnostic::Severity::kError;
+      messages.push_back(d.message);
+    }
+    if (messages.empty()) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("method \"", m_.name, "\" (error_on_per_call_copies): ",
+                     absl::StrJoin(messages, "; ")));
+  }
+
+  const PlacementInput& in_;
+  const MethodDef& m_;
+  const PlacementOptions& opt_;
+  PlacementPlan plan_;
+  std::map<Device, Device> declared_;                 // used device -> declared device
+  std::vector<ValueId> group_;                        // per value: root of its alias group
+  std::vector<int64_t> group_version_;                // per group root
+  std::vector<std::vector<int32_t>> group_buffers_;   // per group root
+  std::vector<int64_t> version_;                      // per buffer: version it holds
+  std::vector<int32_t> phys_;                         // per buffer: the buffer whose memory it uses
+  std::vector<int32_t> home_buffer_;                  // per value
+  std::vector<int32_t> host_instance_;                // per value
+  std::map<std::tuple<ValueId, Device, std::vector<int32_t>>, int32_t> instances_;
+};
+
+}  // namespace
+
+absl::StatusOr<PlacementPlan> PlaceMethod(const PlacementInput& input,
+                                          const PlacementOptions& options) {
+  return Placer(input, options).Run();
+}
+
+}  // namespace ferry

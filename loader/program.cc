@@ -1,0 +1,257 @@
+#include "loader/program.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "flatbuffers/idl.h"
+#include "loader/internal/serialize.h"
+#include "loader/internal/verify.h"
+#include "memory/status_macros.h"
+
+namespace ferry {
+namespace {
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using AlignedBytes = std::unique_ptr<uint8_t, FreeDeleter>;
+
+// `size` bytes at a 64-byte aligned address, so that data segments that are aligned from the start
+// of the program are aligned in memory too.
+absl::StatusOr<AlignedBytes> AllocateAligned(size_t size) {
+  const size_t a = internal::kSegmentAlignment;
+  const size_t rounded = size == 0 ? a : (size + a - 1) / a * a;
+  AlignedBytes bytes(static_cast<uint8_t*>(std::aligned_alloc(a, rounded)));
+  if (bytes == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", size, " bytes for the program"));
+  }
+  return bytes;
+}
+
+absl::StatusOr<AlignedBytes> CopyAligned(absl::Span<const uint8_t> bytes) {
+  FERRY_ASSIGN_OR_RETURN(AlignedBytes copy, AllocateAligned(bytes.size()));
+  if (!bytes.empty()) std::memcpy(copy.get(), bytes.data(), bytes.size());
+  return copy;
+}
+
+std::string ErrnoText(int err) {
+  char buf[256];
+  // GNU strerror_r: returns the message, which may or may not be in `buf`.
+  return strerror_r(err, buf, sizeof(buf));
+}
+
+absl::Status OpenError(const std::string& path, int err) {
+  std::string message = absl::StrCat("cannot open program \"", path, "\": ", ErrnoText(err));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    default:
+      return absl::InvalidArgumentError(message);
+  }
+}
+
+// Closes a file descriptor on every path out of Load.
+class FileCloser {
+ public:
+  explicit FileCloser(int fd) : fd_(fd) {}
+  ~FileCloser() { ::close(fd_); }
+  FileCloser(const FileCloser&) = delete;
+  FileCloser& operator=(const FileCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+absl::Status ReadAll(int fd, const std::string& path, size_t size, uint8_t* out) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, out + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read program \"", path, "\": ", ErrnoText(errno)));
+    }
+    if (n == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("program \"", path, "\" shrank while it was read"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WithPath(const std::string& path, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat("program \"", path, "\": ", status.message()));
+}
+
+// A parser holding Ferry's schema; `strict_json` for output.
+absl::Status MakeParser(flatbuffers::Parser& parser) {
+  if (!parser.Parse(internal::kProgramSchemaText)) {
+    return absl::InternalError(absl::StrCat("the built-in schema does not parse: ", parser.error_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct Program::Storage {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  void* mapping = nullptr;  // munmap'ed on destruction when set
+  AlignedBytes owned;
+
+  ~Storage() {
+    if (mapping != nullptr) ::munmap(mapping, size);
+  }
+};
+
+Program::Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods)
+    : storage_(std::move(storage)), methods_(std::move(methods)) {}
+
+Program::~Program() = default;
+
+absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage> storage) {
+  FERRY_ASSIGN_OR_RETURN(
+      const fbs::Program* root,
+      internal::VerifyProgram(absl::MakeConstSpan(storage->data, storage->size), {}));
+  std::vector<MethodDef> methods = internal::BuildMethodDefs(*root);
+  return std::unique_ptr<Program>(new Program(std::move(storage), std::move(methods)));
+}
+
+absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return OpenError(path, errno);
+  FileCloser closer(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return OpenError(path, errno);
+  if (S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load program \"", path, "\": it is a directory"));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load program \"", path, "\": it is not a regular file"));
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("program \"", path, "\" is empty (0 bytes)"));
+  }
+
+  if (absl::EndsWith(path, ".json")) {
+    std::string text(size, '\0');
+    FERRY_RETURN_IF_ERROR(ReadAll(fd, path, size, reinterpret_cast<uint8_t*>(text.data())));
+    absl::StatusOr<std::unique_ptr<Program>> program = FromJson(text);
+    if (!program.ok()) return WithPath(path, program.status());
+    return program;
+  }
+
+  auto storage = std::make_unique<Storage>();
+  storage->size = size;
+  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (mapping != MAP_FAILED) {
+    storage->mapping = mapping;
+    storage->data = static_cast<const uint8_t*>(mapping);
+  } else {
+    // Some file systems cannot map files; read those into memory instead.
+    FERRY_ASSIGN_OR_RETURN(storage->owned, AllocateAligned(size));
+    FERRY_RETURN_IF_ERROR(ReadAll(fd, path, size, storage->owned.get()));
+    storage->data = storage->owned.get();
+  }
+  absl::StatusOr<std::unique_ptr<Program>> program = Create(std::move(storage));
+  if (!program.ok()) return WithPath(path, program.status());
+  return program;
+}
+
+absl::StatusOr<std::unique_ptr<Program>> Program::FromBytes(absl::Span<const uint8_t> bytes) {
+  if (bytes.empty()) return absl::InvalidArgumentError("the program is empty (0 bytes)");
+  auto storage = std::make_unique<Storage>();
+  FERRY_ASSIGN_OR_RETURN(storage->owned, CopyAligned(bytes));
+  storage->data = storage->owned.get();
+  storage->size = bytes.size();
+  return Create(std::move(storage));
+}
+
+absl::StatusOr<std::unique_ptr<Program>> Program::FromJson(absl::string_view json) {
+  flatbuffers::Parser parser;
+  FERRY_RETURN_IF_ERROR(MakeParser(parser));
+  const std::string text(json);  // the parser needs a terminating NUL
+  if (!parser.Parse(text.c_str())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the program's JSON does not parse: ", parser.error_));
+  }
+  if (parser.builder_.GetSize() == 0) {
+    return absl::InvalidArgumentError("the program's JSON holds no program");
+  }
+  FERRY_ASSIGN_OR_RETURN(AlignedBytes parsed,
+                         CopyAligned(absl::MakeConstSpan(parser.builder_.GetBufferPointer(),
+                                                         parser.builder_.GetSize())));
+  const absl::Span<const uint8_t> span(parsed.get(), parser.builder_.GetSize());
+  // The parser does not align data segments (FlatBuffers' force_align stops at 32 bytes), so the
+  // parsed program is checked without alignment, re-packed by Ferry's writer and loaded from that.
+  internal::VerifyOptions options;
+  options.check_alignment = false;
+  FERRY_ASSIGN_OR_RETURN(const fbs::Program* root, internal::VerifyProgram(span, options));
+  std::vector<MethodDef> methods = internal::BuildMethodDefs(*root);
+  std::vector<const MethodDef*> pointers;
+  for (const MethodDef& m : methods) pointers.push_back(&m);
+  FERRY_ASSIGN_OR_RETURN(std::vector<uint8_t> packed, internal::SerializeProgram(pointers));
+  return FromBytes(packed);
+}
+
+absl::StatusOr<std::string> Program::ToJson(absl::Span<const uint8_t> bytes) {
+  if (bytes.empty()) return absl::InvalidArgumentError("the program is empty (0 bytes)");
+  FERRY_ASSIGN_OR_RETURN(AlignedBytes copy, CopyAligned(bytes));
+  const absl::Span<const uint8_t> span(copy.get(), bytes.size());
+  // Text generation walks the program without checks of its own, so it is verified first; the
+  // alignment does not matter for the text.
+  internal::VerifyOptions options;
+  options.check_alignment = false;
+  FERRY_RETURN_IF_ERROR(internal::VerifyProgram(span, options).status());
+  flatbuffers::Parser parser;
+  parser.opts.strict_json = true;
+  FERRY_RETURN_IF_ERROR(MakeParser(parser));
+  std::string json;
+  if (!flatbuffers::GenerateText(parser, span.data(), &json)) {
+    return absl::InvalidArgumentError(
+        "the program cannot be written as JSON (a string in it is not valid UTF-8)");
+  }
+  return json;
+}
+
+std::vector<std::string> Program::method_names() const {
+  std::vector<std::string> names;
+  names.reserve(methods_.size());
+  for (const MethodDef& m : methods_) names.push_back(m.name);
+  return names;
+}
+
+absl::StatusOr<const MethodDef*> Program::method(absl::string_view name) const {
+  for (const MethodDef& m : methods_) {
+    if (m.name == name) return &m;
+  }
+  return absl::NotFoundError(absl::StrCat("the program has no method \"", name,
+                                          "\"; its methods are: \"",
+                                          absl::StrJoin(method_names(), "\", \""), "\""));
+}
+
+absl::Span<const uint8_t> Program::bytes() const {
+  return absl::MakeConstSpan(storage_->data, storage_->size);
+}
+
+}  // namespace ferry

@@ -1,0 +1,30 @@
+#include "memory/device_buffer.h"
+
+#include "memory/status_macros.h"
+
+namespace ferry {
+
+absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(DeviceRuntime& runtime, size_t bytes,
+                                                    size_t alignment) {
+  DeviceBuffer buffer;
+  buffer.runtime_ = &runtime;
+  if (bytes == 0) return buffer;
+  FERRY_ASSIGN_OR_RETURN(buffer.data_, runtime.Allocate(bytes, alignment));
+  buffer.size_ = bytes;
+  return buffer;
+}
+
+absl::Status DeviceBuffer::Touch() {
+  if (data_ == nullptr) return absl::OkStatus();
+  FERRY_RETURN_IF_ERROR(runtime_->Zero(data_, size_));
+  return runtime_->Synchronize();
+}
+
+void DeviceBuffer::Reset() {
+  if (runtime_ != nullptr && data_ != nullptr) runtime_->Free(data_);
+  runtime_ = nullptr;
+  data_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace ferry

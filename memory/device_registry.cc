@@ -1,0 +1,57 @@
+#include "memory/device_registry.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "memory/host_device.h"
+#include "memory/sim_device.h"
+
+namespace ferry {
+
+std::unique_ptr<DeviceRegistry> DeviceRegistry::CreateDefault(
+    const DeviceRegistryOptions& options) {
+  auto registry = std::make_unique<DeviceRegistry>();
+  // A fresh registry holds no device yet, so these Add() calls cannot fail.
+  registry->Add(std::make_unique<HostDevice>()).IgnoreError();
+  SimDeviceOptions sim_options;
+  sim_options.guard = options.sim_guard;
+  for (int i = 0; i < options.num_sim_devices; ++i) {
+    registry->Add(std::make_unique<SimDevice>(i, sim_options)).IgnoreError();
+  }
+  if (options.sim_guard) InstallSimGuardFaultHandler();
+  // Device discovery: CUDA is the only kind found at run time.
+  if (options.use_cuda) AddCudaDevices(*registry);
+  return registry;
+}
+
+DeviceRuntime* DeviceRegistry::Find(const Device& device) const {
+  auto it = runtimes_.find(device);
+  return it == runtimes_.end() ? nullptr : it->second.get();
+}
+
+absl::Status DeviceRegistry::Add(std::unique_ptr<DeviceRuntime> runtime) {
+  if (runtime == nullptr) return absl::InvalidArgumentError("DeviceRegistry::Add: null runtime");
+  const Device device = runtime->device();
+  if (runtimes_.contains(device)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("device ", device.ToString(), " is already present in the registry"));
+  }
+  runtimes_.emplace(device, std::move(runtime));
+  return absl::OkStatus();
+}
+
+std::vector<Device> DeviceRegistry::devices() const {
+  std::vector<Device> out;
+  out.reserve(runtimes_.size());
+  for (const auto& [device, runtime] : runtimes_) out.push_back(device);
+  return out;
+}
+
+bool DeviceRegistry::HasCuda() const {
+  for (const auto& [device, runtime] : runtimes_) {
+    if (device.type == DeviceType::kCuda) return true;
+  }
+  return false;
+}
+
+}  // namespace ferry

@@ -1,0 +1,67 @@
+// DeviceRegistry: the devices present in a process, owning one DeviceRuntime per device.
+//
+// CreateDefault() makes the host, sim:0..sim:(n-1) and, when Ferry is built with CUDA and a GPU
+// is found, the CUDA devices (through AddCudaDevices, the single place CUDA discovery happens).
+// Other runtimes can be added with Add().
+//
+//   std::unique_ptr<DeviceRegistry> devices = DeviceRegistry::CreateDefault();
+//   DeviceRuntime* sim0 = devices->Find(Device::Sim(0));      // nullptr when absent
+//   for (const Device& d : devices->devices()) { ... }       // host first, then sim, then cuda
+//
+// Ownership: the registry owns its runtimes; pointers from Find() live as long as the registry.
+// Allocation: creating a sim device allocates no device memory until it is used.
+// Thread safety: fill it (CreateDefault, Add) before sharing; Find(), devices() and HasCuda() may
+// then be called from any thread.
+#ifndef FERRY_MEMORY_DEVICE_REGISTRY_H_
+#define FERRY_MEMORY_DEVICE_REGISTRY_H_
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "memory/device.h"
+#include "memory/device_runtime.h"
+
+namespace ferry {
+
+struct DeviceRegistryOptions {
+  // Guard sim memory outside device scopes (see memory/sim_device.h); off for benchmarks.
+  bool sim_guard = true;
+  // sim:0 .. sim:(num_sim_devices - 1); negative counts as 0.
+  int num_sim_devices = 4;
+  // Add the CUDA devices found (when built with CUDA).
+  bool use_cuda = true;
+};
+
+class DeviceRegistry {
+ public:
+  // An empty registry (no host either): fill it with Add().
+  DeviceRegistry() = default;
+  DeviceRegistry(const DeviceRegistry&) = delete;
+  DeviceRegistry& operator=(const DeviceRegistry&) = delete;
+
+  // Host, sim devices and CUDA devices as `options` say. With sim_guard, also installs the
+  // fault handler that explains guard faults (InstallSimGuardFaultHandler).
+  static std::unique_ptr<DeviceRegistry> CreateDefault(const DeviceRegistryOptions& options = {});
+
+  // nullptr when the device is not present.
+  DeviceRuntime* Find(const Device& device) const;
+  // InvalidArgument for a null runtime, AlreadyExists naming the device for a duplicate; on an
+  // error the registry is unchanged (and the runtime is destroyed).
+  absl::Status Add(std::unique_ptr<DeviceRuntime> runtime);
+  // The present devices, sorted (host, sim:0, sim:1, ..., cuda:0, ...).
+  std::vector<Device> devices() const;
+  bool HasCuda() const;
+
+ private:
+  std::map<Device, std::unique_ptr<DeviceRuntime>> runtimes_;
+};
+
+// Adds a runtime for every CUDA device found; a no-op without CUDA support, a driver or a GPU.
+// Defined by the CUDA runtime when Ferry is built with CUDA, by memory/no_cuda.cc otherwise.
+void AddCudaDevices(DeviceRegistry& registry);
+
+}  // namespace ferry
+
+#endif  // FERRY_MEMORY_DEVICE_REGISTRY_H_

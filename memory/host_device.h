@@ -1,0 +1,102 @@
+// HostDevice: the DeviceRuntime of ordinary host memory (Device::Host()).
+//
+//   HostDevice host;
+//   FERRY_ASSIGN_OR_RETURN(void* p, host.Allocate(4096, 64));
+//   FERRY_RETURN_IF_ERROR(host.CopyHostToDevice(p, data, 4096));   // a counted memcpy
+//   host.Free(p);
+//
+// Allocation: aligned heap memory; Owns() answers from this runtime's own allocation table, so it
+// is true only for memory this runtime allocated. Copies are memcpy and are counted; they do not
+// check ownership, because on the host every pointer is host memory (program data, caller
+// buffers, arenas alike). Copies complete before returning; Synchronize() is a no-op. No guard.
+//
+// Fault injection: set_allocation_limit() makes later allocations fail with ResourceExhausted,
+// so load paths can be tested for failure at every allocation.
+//
+// Ownership: memory from Allocate() belongs to the caller until Free(); the destructor frees
+// whatever is still allocated. Thread safety: one thread at a time (see DeviceRuntime).
+//
+// This header also carries the strided-gather primitives the host and sim runtimes share
+// (ferry::internal).
+#ifndef FERRY_MEMORY_HOST_DEVICE_H_
+#define FERRY_MEMORY_HOST_DEVICE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "memory/device.h"
+#include "memory/device_runtime.h"
+
+namespace ferry {
+
+class HostDevice final : public DeviceRuntime {
+ public:
+  HostDevice() = default;
+  ~HostDevice() override;
+  HostDevice(const HostDevice&) = delete;
+  HostDevice& operator=(const HostDevice&) = delete;
+
+  Device device() const override { return Device::Host(); }
+
+  // InvalidArgument for 0 bytes or an alignment that is not a power of two in [1, 4096];
+  // ResourceExhausted when the heap (or the injected limit) refuses.
+  absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) override;
+  // Frees memory from Allocate(); nullptr and pointers this runtime did not allocate are ignored.
+  void Free(void* ptr) override;
+  bool Owns(const void* ptr, size_t bytes) const override;
+
+  absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override;
+  absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
+  absl::Status CopyDeviceToDevice(void* dst, const void* src, size_t bytes) override;
+  absl::Status CopyHostStridedToDevice(void* dst, const void* src,
+                                       const StridedLayout& layout) override;
+  // From a sim peer this opens the peer's scope and checks that `src` is the peer's memory; from
+  // any other peer it asks the peer for a device-to-host copy. Counted as d2d here.
+  absl::Status CopyFromPeer(void* dst, DeviceRuntime& peer, const void* src,
+                            size_t bytes) override;
+  // memset; not counted as a copy.
+  absl::Status Zero(void* dst, size_t bytes) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  // `allocations` counts successful Allocate() calls since the last reset; `allocated_bytes` is
+  // what is allocated now and survives ResetCounters().
+  DeviceCounters counters() const override { return counters_; }
+  void ResetCounters() override;
+
+  // The next `n` allocations succeed, later ones return ResourceExhausted; -1 = unlimited.
+  void set_allocation_limit(int64_t n) { allocation_limit_ = n; }
+  // Number of allocations not yet freed.
+  size_t live_allocations() const { return allocations_.size(); }
+
+ private:
+  std::map<uintptr_t, size_t> allocations_;  // start -> requested bytes
+  DeviceCounters counters_;
+  int64_t allocation_limit_ = -1;
+};
+
+namespace internal {
+
+// The largest rank CopyHostStridedToDevice accepts after size-1 and contiguous dimensions have
+// been merged away.
+inline constexpr int kMaxStridedRank = 16;
+
+// Checks `layout` (rank in [0, 16] before merging, non-negative sizes, element_size > 0, sizes
+// and strides present when rank > 0) and returns the dense byte size of the tensor it describes.
+// InvalidArgument naming `who` for a malformed layout; ResourceExhausted when the size overflows.
+absl::StatusOr<size_t> DenseBytesOf(const StridedLayout& layout, absl::string_view who);
+
+// Gathers the strided tensor at `src` into dense row-major memory at `dst`. `layout` must have
+// passed DenseBytesOf. One memcpy when the source is already dense; otherwise one memcpy per
+// innermost contiguous run. Allocates nothing.
+void GatherStrided(void* dst, const void* src, const StridedLayout& layout);
+
+// Power of two in [1, 4096]: what every runtime's Allocate() accepts.
+absl::Status CheckAllocationRequest(Device device, size_t bytes, size_t alignment);
+
+}  // namespace internal
+}  // namespace ferry
+
+#endif  // FERRY_MEMORY_HOST_DEVICE_H_

@@ -1,0 +1,308 @@
+#include "memory/memory_planner.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ferry {
+namespace {
+
+absl::Status CheckRequest(const BufferRequest& r, size_t index) {
+  if (r.first_use < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("memory plan: buffer request ", index,
+                                                   " has negative first_use ", r.first_use));
+  }
+  if (r.first_use > r.last_use) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "memory plan: buffer request ", index, " has first_use ", r.first_use,
+        " after last_use ", r.last_use, "; expected first_use <= last_use"));
+  }
+  if (r.alignment == 0 || (r.alignment & (r.alignment - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("memory plan: buffer request ", index,
+                                                   " has alignment ", r.alignment,
+                                                   "; expected a power of two"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Overflow(size_t index, const BufferRequest& r) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("memory plan: buffer request ", index, " (", r.size,
+                   " bytes) cannot be placed: the arena offset overflows size_t"));
+}
+
+// Peak over steps of the bytes live at once: a sweep over start and end events, ends first at
+// equal steps since intervals are inclusive (an end event at step s + 1 retires a request whose
+// last_use is s).
+absl::StatusOr<size_t> LowerBound(absl::Span<const BufferRequest> requests) {
+  struct Event {
+    int64_t step;
+    bool start;
+    size_t size;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * requests.size());
+  for (const BufferRequest& r : requests) {
+    if (r.size == 0) continue;
+    events.push_back({r.first_use, true, r.size});
+    events.push_back({static_cast<int64_t>(r.last_use) + 1, false, r.size});
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    if (a.step != b.step) return a.step < b.step;
+    return !a.start && b.start;
+  });
+  size_t live = 0, peak = 0;
+  for (const Event& e : events) {
+    if (!e.start) {
+      live -= e.size;
+      continue;
+    }
+    if (__builtin_add_overflow(live, e.size, &live)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "memory plan: the bytes live at step ", e.step, " overflow size_t"));
+    }
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
+// The placed requests, indexed by lifetime so that a request finds the placed ones it conflicts
+// with without scanning all of them. A placed interval [s, e] conflicts with a query [a, b] iff
+// it contains a (found by a stabbing query on a segment tree over the distinct first_use values)
+// or it starts in (a, b] (found through a bitset of the start positions in use). The two sets are
+// disjoint. Lists are intrusive (indices into one pool), so insertion allocates only amortized.
+class PlacedIndex {
+ public:
+  // `positions` is the number of distinct first_use values; requests are given by the range
+  // [lo, hi] of those values their interval covers (see Positions).
+  PlacedIndex(size_t positions, size_t num_requests) : positions_(positions) {
+    while (leaves_ < positions_) leaves_ *= 2;
+    tree_head_.assign(2 * leaves_, -1);
+    start_head_.assign(positions_, -1);
+    start_next_.assign(num_requests, -1);
+    bits_.assign((positions_ + 63) / 64, 0);
+    summary_.assign((bits_.size() + 63) / 64, 0);
+  }
+
+  void Insert(int32_t id, size_t lo, size_t hi) {
+    for (size_t l = lo + leaves_, r = hi + 1 + leaves_; l < r; l /= 2, r /= 2) {
+      if (l & 1) Push(l++, id);
+      if (r & 1) Push(--r, id);
+    }
+    start_next_[id] = start_head_[lo];
+    start_head_[lo] = id;
+    bits_[lo / 64] |= uint64_t{1} << (lo % 64);
+    summary_[lo / 4096] |= uint64_t{1} << ((lo / 64) % 64);
+  }
+
+  // Appends the ids of placed requests whose interval intersects [first_use, last_use].
+  void Conflicts(size_t a, size_t b, std::vector<int32_t>* out) const {
+    for (size_t node = a + leaves_; node >= 1; node /= 2) {
+      for (int32_t e = tree_head_[node]; e >= 0; e = pool_[e].next) out->push_back(pool_[e].id);
+    }
+    for (size_t p = NextOccupied(a + 1); p <= b; p = NextOccupied(p + 1)) {
+      for (int32_t id = start_head_[p]; id >= 0; id = start_next_[id]) out->push_back(id);
+    }
+  }
+
+ private:
+  struct Entry {
+    int32_t id;
+    int32_t next;
+  };
+
+  void Push(size_t node, int32_t id) {
+    pool_.push_back({id, tree_head_[node]});
+    tree_head_[node] = static_cast<int32_t>(pool_.size() - 1);
+  }
+
+  // The smallest occupied start position >= p, or SIZE_MAX.
+  size_t NextOccupied(size_t p) const {
+    if (p >= positions_) return SIZE_MAX;
+    size_t word = p / 64;
+    uint64_t bits = bits_[word] & (~uint64_t{0} << (p % 64));
+    if (bits != 0) return word * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+    // Find the next non-empty word through the summary (one bit per word).
+    ++word;
+    size_t group = word / 64;
+    if (group >= summary_.size()) return SIZE_MAX;
+    uint64_t words = summary_[group] & (word % 64 == 0 ? ~uint64_t{0} : ~uint64_t{0} << (word % 64));
+    while (words == 0) {
+      if (++group >= summary_.size()) return SIZE_MAX;
+      words = summary_[group];
+    }
+    word = group * 64 + static_cast<size_t>(__builtin_ctzll(words));
+    return word * 64 + static_cast<size_t>(__builtin_ctzll(bits_[word]));
+  }
+
+  size_t positions_;
+  size_t leaves_ = 1;
+  std::vector<int32_t> tree_head_;   // per segment tree node: first pool entry, or -1
+  std::vector<Entry> pool_;
+  std::vector<int32_t> start_head_;  // per start position: first placed id, or -1
+  std::vector<int32_t> start_next_;  // per id: next placed id with the same start
+  std::vector<uint64_t> bits_;       // start positions with a placed request
+  std::vector<uint64_t> summary_;    // words of bits_ that are not zero
+};
+
+// Lifetimes in compressed coordinates: the distinct first_use values of the non-empty requests,
+// sorted, are positions 0..count-1; request i covers positions [lo[i], hi[i]]. Two requests
+// conflict iff one covers the other's lo.
+struct Positions {
+  size_t count = 0;
+  std::vector<size_t> lo, hi;
+};
+
+Positions ComputePositions(absl::Span<const BufferRequest> requests) {
+  std::vector<int32_t> starts;
+  starts.reserve(requests.size());
+  for (const BufferRequest& r : requests) {
+    if (r.size > 0) starts.push_back(r.first_use);
+  }
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  Positions p;
+  p.count = starts.size();
+  p.lo.assign(requests.size(), 0);
+  p.hi.assign(requests.size(), 0);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].size == 0) continue;
+    p.lo[i] = static_cast<size_t>(
+        std::lower_bound(starts.begin(), starts.end(), requests[i].first_use) - starts.begin());
+    p.hi[i] = static_cast<size_t>(
+        std::upper_bound(starts.begin(), starts.end(), requests[i].last_use) - starts.begin()) - 1;
+  }
+  return p;
+}
+
+// Rounds up to a power-of-two alignment; false on overflow.
+bool AlignUp(size_t value, size_t alignment, size_t* out) {
+  if (__builtin_add_overflow(value, alignment - 1, out)) return false;
+  *out &= ~(alignment - 1);
+  return true;
+}
+
+enum class Fit {
+  // The lowest aligned offset that fits (TensorFlow Lite Micro's greedy planner).
+  kLowest,
+  // The smallest gap that fits, where the space between the highest conflicting request and
+  // `top` also counts as a gap and a request placed there sits against `top`. Placing requests
+  // alternately against the bottom and the top is what lets a chain reach the lower bound.
+  kBestFitTwoSided,
+};
+
+// Places the non-empty requests in `order`. On success fills `offsets` and returns the arena
+// size; ResourceExhausted naming the request when an offset overflows.
+absl::StatusOr<size_t> PlacePass(absl::Span<const BufferRequest> requests,
+                                 const std::vector<int32_t>& order, const Positions& positions,
+                                 Fit fit, size_t top, std::vector<size_t>* offsets) {
+  PlacedIndex placed(positions.count, requests.size());
+  std::vector<size_t> ends(requests.size(), 0);
+  std::vector<int32_t> conflict_ids;
+  std::vector<std::pair<size_t, size_t>> conflicts;  // (offset, end) of placed conflicting ones
+  size_t arena = 0;
+  for (int32_t id : order) {
+    const BufferRequest& r = requests[id];
+    const size_t mask = ~(r.alignment - 1);
+    conflict_ids.clear();
+    placed.Conflicts(positions.lo[id], positions.hi[id], &conflict_ids);
+    conflicts.clear();
+    for (int32_t c : conflict_ids) conflicts.emplace_back((*offsets)[c], ends[c]);
+    std::sort(conflicts.begin(), conflicts.end());
+    // Walk the gaps between conflicting requests from offset 0 up; `covered` is the end of the
+    // space taken so far.
+    size_t covered = 0;
+    size_t best = SIZE_MAX;
+    size_t best_gap = SIZE_MAX;
+    for (const auto& [other_offset, other_end] : conflicts) {
+      size_t candidate;
+      if (other_offset > covered && AlignUp(covered, r.alignment, &candidate) &&
+          candidate <= other_offset && other_offset - candidate >= r.size) {
+        if (fit == Fit::kLowest) {
+          best = candidate;
+          break;
+        }
+        if (other_offset - covered < best_gap) {
+          best_gap = other_offset - covered;
+          best = candidate;
+        }
+      }
+      covered = std::max(covered, other_end);
+    }
+    if (best == SIZE_MAX && fit == Fit::kLowest) {
+      if (!AlignUp(covered, r.alignment, &best)) return Overflow(id, r);
+    }
+    if (fit == Fit::kBestFitTwoSided) {
+      size_t candidate;
+      if (covered <= top && AlignUp(covered, r.alignment, &candidate) && candidate <= top &&
+          top - candidate >= r.size && top - covered < best_gap) {
+        best = std::max(candidate, (top - r.size) & mask);
+      } else if (best == SIZE_MAX && !AlignUp(covered, r.alignment, &best)) {
+        return Overflow(id, r);
+      }
+    }
+    size_t end;
+    if (__builtin_add_overflow(best, r.size, &end)) return Overflow(id, r);
+    (*offsets)[id] = best;
+    ends[id] = end;
+    arena = std::max(arena, end);
+    placed.Insert(id, positions.lo[id], positions.hi[id]);
+  }
+  return arena;
+}
+
+}  // namespace
+
+absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests) {
+  const size_t n = requests.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (absl::Status s = CheckRequest(requests[i], i); !s.ok()) return s;
+  }
+  MemoryPlan plan;
+  absl::StatusOr<size_t> lower_bound = LowerBound(requests);
+  if (!lower_bound.ok()) return lower_bound.status();
+  plan.lower_bound = *lower_bound;
+  plan.offsets.assign(n, 0);
+
+  std::vector<int32_t> by_size;
+  by_size.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (requests[i].size > 0) by_size.push_back(static_cast<int32_t>(i));
+  }
+  std::vector<int32_t> by_time = by_size;  // already in index order
+  std::sort(by_size.begin(), by_size.end(), [&](int32_t a, int32_t b) {
+    if (requests[a].size != requests[b].size) return requests[a].size > requests[b].size;
+    return a < b;
+  });
+  std::stable_sort(by_time.begin(), by_time.end(), [&](int32_t a, int32_t b) {
+    return requests[a].first_use < requests[b].first_use;
+  });
+  const Positions positions = ComputePositions(requests);
+
+  // Pass 1: greedy by size, lowest fit. Usually at or near the lower bound.
+  absl::StatusOr<size_t> by_size_arena =
+      PlacePass(requests, by_size, positions, Fit::kLowest, plan.lower_bound, &plan.offsets);
+  if (by_size_arena.ok() && *by_size_arena == plan.lower_bound) {
+    plan.arena_size = *by_size_arena;
+    return plan;
+  }
+  // Pass 2: in order of first use, best fit against the bottom and against the lower bound.
+  // Greedy by size strands requests between larger neighbours on chains of varying sizes; this
+  // pass reaches the bound there. The smaller arena wins, pass 1 on a tie.
+  std::vector<size_t> by_time_offsets(n, 0);
+  absl::StatusOr<size_t> by_time_arena = PlacePass(
+      requests, by_time, positions, Fit::kBestFitTwoSided, plan.lower_bound, &by_time_offsets);
+  if (by_time_arena.ok() && (!by_size_arena.ok() || *by_time_arena < *by_size_arena)) {
+    plan.offsets = std::move(by_time_offsets);
+    plan.arena_size = *by_time_arena;
+    return plan;
+  }
+  if (!by_size_arena.ok()) return by_size_arena.status();
+  plan.arena_size = *by_size_arena;
+  return plan;
+}
+
+}  // namespace ferry

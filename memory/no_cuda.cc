@@ -1,0 +1,8 @@
+// Builds without CUDA have no CUDA devices.
+#include "memory/device_registry.h"
+
+namespace ferry {
+
+void AddCudaDevices(DeviceRegistry&) {}
+
+}  // namespace ferry

@@ -1,0 +1,149 @@
+// SimDevice: a simulated device whose memory is real host memory, guarded from host code.
+//
+// Machines without a GPU (CI included) run device delegates on sim devices. Every allocation is
+// its own mmap (rounded up to whole pages). While no device scope is open, a guarded device's
+// mappings are PROT_NONE, so a host kernel that touches device memory faults at once instead of
+// silently working; inside a scope (EnterScope/ExitScope, or DeviceScope) they are readable and
+// writable. Copies open the scopes they need themselves and refuse device-side ranges the device
+// does not own: that is how a host pointer posing as device memory is caught.
+//
+//   SimDevice sim(0);
+//   FERRY_ASSIGN_OR_RETURN(void* p, sim.Allocate(4096, 64));
+//   FERRY_RETURN_IF_ERROR(sim.CopyHostToDevice(p, host_data, 4096));
+//   { DeviceScope scope(sim); static_cast<float*>(p)[0] = 1; }   // fine
+//   static_cast<float*>(p)[0] = 1;                                 // faults: outside a scope
+//
+// Scopes: a depth counter. Entering at depth 0 makes every mapping read/write (one mprotect per
+// allocation), leaving back to depth 0 makes them PROT_NONE again; nested scopes cost a counter
+// update. An allocation made while a scope is open is accessible until that scope closes. With
+// SimDeviceOptions::guard = false (benchmarks) mappings stay read/write and scopes are a counter.
+//
+// Copies: memcpy inside the scope(s), completed before returning (Synchronize is a no-op),
+// counted in DeviceCounters. The device side of every copy must lie inside one allocation of this
+// device (InvalidArgument naming the device otherwise); the host side of h2d/d2h must not be
+// memory of this device (InvalidArgument: use CopyDeviceToDevice). Zero-byte copies are no-ops.
+//
+// Fault injection (reliability tests): set_allocation_limit, set_capacity_bytes,
+// set_copy_failure_after. InstallSimGuardFaultHandler() makes a guard fault explain itself.
+//
+// Ownership: memory from Allocate() is the caller's until Free(); the destructor unmaps whatever
+// is still allocated. Thread safety: one thread at a time (see DeviceRuntime); the fault handler
+// reads a lock-free table and is safe to run at any time.
+#ifndef FERRY_MEMORY_SIM_DEVICE_H_
+#define FERRY_MEMORY_SIM_DEVICE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "memory/device.h"
+#include "memory/device_runtime.h"
+
+namespace ferry {
+
+struct SimDeviceOptions {
+  // Make memory inaccessible outside device scopes. Off for benchmarks.
+  bool guard = true;
+};
+
+class SimDevice final : public DeviceRuntime {
+ public:
+  explicit SimDevice(int32_t index, SimDeviceOptions options = {});
+  ~SimDevice() override;
+  SimDevice(const SimDevice&) = delete;
+  SimDevice& operator=(const SimDevice&) = delete;
+
+  Device device() const override { return Device::Sim(index_); }
+
+  // InvalidArgument for 0 bytes or an alignment that is not a power of two in [1, 4096];
+  // ResourceExhausted naming the device when mmap fails or an injected limit or capacity is hit.
+  absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) override;
+  // Unmaps memory from Allocate(); nullptr and pointers that do not start an allocation of this
+  // device are ignored.
+  void Free(void* ptr) override;
+  // Against the requested sizes, not the page-rounded mappings.
+  bool Owns(const void* ptr, size_t bytes) const override;
+
+  absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override;
+  absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
+  absl::Status CopyDeviceToDevice(void* dst, const void* src, size_t bytes) override;
+  // One memcpy when the source is dense, otherwise a gather; counted as one h2d copy.
+  absl::Status CopyHostStridedToDevice(void* dst, const void* src,
+                                       const StridedLayout& layout) override;
+  // From another sim device: opens both scopes, checks that `src` is the peer's memory, counted
+  // as d2d here. From the host: a CopyHostToDevice. From any other device: the peer's
+  // device-to-host copy into this device's memory (counted by the peer as d2h, here as d2d).
+  absl::Status CopyFromPeer(void* dst, DeviceRuntime& peer, const void* src,
+                            size_t bytes) override;
+  // memset inside the scope; not counted as a copy.
+  absl::Status Zero(void* dst, size_t bytes) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  void EnterScope() override;
+  // An ExitScope without a matching EnterScope is ignored.
+  void ExitScope() override;
+
+  // `allocations` counts successful Allocate() calls since the last reset; `allocated_bytes`
+  // (requested bytes allocated now) survives ResetCounters().
+  DeviceCounters counters() const override { return counters_; }
+  void ResetCounters() override;
+
+  bool guarded() const { return guard_; }
+  int scope_depth() const { return depth_; }
+  // Whether host code may touch the device's memory right now.
+  bool accessible() const { return !guard_ || depth_ > 0; }
+  size_t live_allocations() const { return allocations_.size(); }
+
+  // Fault injection. The next `n` allocations succeed, every later one returns
+  // ResourceExhausted naming the device; -1 = unlimited.
+  void set_allocation_limit(int64_t n) { allocation_limit_ = n; }
+  // The most requested bytes the device holds at once; an allocation beyond it returns
+  // ResourceExhausted. 0 = unlimited.
+  void set_capacity_bytes(size_t bytes) { capacity_bytes_ = bytes; }
+  // The next `n` copies succeed, the one after returns Internal naming the device (once; later
+  // copies succeed again); -1 = never. Copies refused for a bad range do not count.
+  void set_copy_failure_after(int64_t n) { copy_failure_after_ = n; }
+
+ private:
+  struct Mapping {
+    size_t requested;
+    size_t mapped;
+    int guard_slot;  // index in the fault handler's table, or -1
+  };
+
+  // Validates the device-side range of a copy and applies the injected copy failure.
+  absl::Status CheckDeviceRange(const char* what, const char* side, const void* ptr,
+                                size_t bytes) const;
+  absl::Status CheckHostRange(const char* what, const void* ptr, size_t bytes) const;
+  absl::Status ConsumeCopy(const char* what);
+  // Scope used by the copies: reports an mprotect failure instead of faulting later.
+  absl::Status OpenScope();
+  bool Overlaps(uintptr_t begin, size_t bytes) const;
+  // mprotect every mapping; false (errno set) when one fails.
+  bool ProtectAll(int prot);
+
+  int32_t index_;
+  bool guard_;
+  int depth_ = 0;
+  std::map<uintptr_t, Mapping> allocations_;  // by start address
+  DeviceCounters counters_;
+  int64_t allocation_limit_ = -1;
+  size_t capacity_bytes_ = 0;
+  int64_t copy_failure_after_ = -1;
+};
+
+// Installs (once per process) a SIGSEGV handler that, when the fault address lies in guarded sim
+// memory, writes "ferry: sim:N memory touched outside a device scope (address 0x...)" to stderr
+// and then lets the fault take its previous course (by default the process dies of SIGSEGV).
+// Faults elsewhere go straight to the previous handler. Idempotent; thread-safe.
+void InstallSimGuardFaultHandler();
+
+// The SimDevice behind `runtime`, or nullptr when it is another kind of runtime (for tests and
+// tools that use fault injection through a DeviceRegistry).
+SimDevice* AsSimDevice(DeviceRuntime* runtime);
+
+}  // namespace ferry
+
+#endif  // FERRY_MEMORY_SIM_DEVICE_H_

@@ -1,0 +1,83 @@
+// Delegate backends: the code that runs a delegate call on its device.
+//
+// A Backend is registered in the Runtime under a name; a delegate node names its backend. At method
+// load the backend's Init is called once per delegate node with the node's payload, compile specs,
+// the device the call was placed on and the layouts of its arguments and results there; it returns
+// a DelegateInstance. Execute then runs once per call with device-resident arguments and results.
+// Destroying the instance releases what Init acquired (the "destroy" of the design).
+//
+//   class MyBackend : public Backend {
+//     absl::string_view name() const override { return "mine"; }
+//     bool SupportsDevice(DeviceType t) const override { return t == DeviceType::kSim; }
+//     absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override;
+//   };
+//
+// Contract for Execute: it runs inside the device's scope (sim memory is accessible), reads only
+// `args`, writes every element of `results`, may write in place only the arguments the node declares
+// written, uses `scratch` (scratch_bytes() of device memory planned in the method's arena) for
+// everything else, and allocates nothing. Work may be left queued on the device's stream: the
+// executor synchronizes before the host reads any result. Errors are returned as Status (Internal
+// for a device failure, InvalidArgument for run-time-only problems such as an index out of range).
+//
+// Thread safety: Init is called at load by one thread; an instance is executed by one thread at a
+// time.
+#ifndef FERRY_RUNTIME_BACKEND_H_
+#define FERRY_RUNTIME_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "kernels/op_registry.h"
+#include "kernels/tensor.h"
+#include "memory/device.h"
+#include "memory/device_runtime.h"
+
+namespace ferry {
+
+class DelegateInstance {
+ public:
+  virtual ~DelegateInstance() = default;
+  // Device memory Execute needs besides its arguments and results.
+  virtual size_t scratch_bytes() const { return 0; }
+  virtual absl::Status Execute(absl::Span<TensorRef* const> args,
+                               absl::Span<TensorRef* const> results, void* scratch) = 0;
+};
+
+struct DelegateInit {
+  absl::string_view node_name;
+  absl::Span<const uint8_t> payload;
+  const std::vector<std::pair<std::string, std::string>>* compile_specs = nullptr;
+  Device device;                  // where the call runs (after the device map)
+  DeviceRuntime* device_runtime;  // that device's runtime
+  // Layouts (data == nullptr) of the arguments and results on `device`. Scalar arguments are not
+  // passed to delegates: their entries have rank -1 and `scalar_args` holds their values.
+  std::vector<TensorRef> args;
+  std::vector<const Scalar*> scalar_args;
+  std::vector<TensorRef> results;
+  std::vector<int32_t> written_args;
+  const OpRegistry* ops = nullptr;  // the runtime's op registry
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual absl::string_view name() const = 0;
+  virtual bool SupportsDevice(DeviceType type) const = 0;
+  virtual absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(
+      const DelegateInit& init) const = 0;
+};
+
+// The built-in graph backend ("graph"): its payload is a serialized Ferry program whose method
+// "main" takes the delegate's arguments and returns its results; it runs that sub-graph with the
+// registered host kernels on the host and on sim devices (inside the device scope).
+std::unique_ptr<Backend> MakeGraphBackend();
+
+}  // namespace ferry
+
+#endif  // FERRY_RUNTIME_BACKEND_H_

@@ -1,0 +1,287 @@
+#include "runtime/cli/commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "loader/program.h"
+#include "memory/device_buffer.h"
+#include "memory/status_macros.h"
+#include "runtime/plan_printer.h"
+
+namespace ferry::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MicrosSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// Caller-side buffers for a method's inputs: host memory, or memory of the input's device.
+struct InputBuffers {
+  std::vector<std::vector<uint8_t>> host;
+  std::vector<DeviceBuffer> device;
+};
+
+absl::Status FillInputs(const Options& options, const Runtime& rt, Method& method,
+                        InputBuffers& buffers) {
+  const MethodPlan& plan = method.plan();
+  buffers.host.resize(plan.inputs.size());
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const IoInfo& io = plan.inputs[i];
+    std::vector<uint8_t>& bytes = buffers.host[i];
+    bytes.assign(io.bytes, 0);
+    const size_t count = io.bytes / DTypeSize(io.dtype);
+    auto given = options.inputs.find(io.name);
+    for (size_t j = 0; j < count; ++j) {
+      double v;
+      if (given != options.inputs.end()) {
+        v = given->second[j % given->second.size()];
+      } else {
+        // Deterministic values; integer inputs are zero so that index inputs stay in range.
+        v = io.dtype == DType::kInt64 ? 0.0 : 0.5 * std::sin(0.1 * j + i);
+      }
+      if (io.dtype == DType::kFloat32) {
+        float f = static_cast<float>(v);
+        std::memcpy(bytes.data() + j * 4, &f, 4);
+      } else {
+        int64_t n = static_cast<int64_t>(v);
+        std::memcpy(bytes.data() + j * 8, &n, 8);
+      }
+    }
+    void* data = bytes.data();
+    if (!io.device.is_host()) {
+      DeviceRuntime* device = rt.devices().Find(io.device);
+      FERRY_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(*device, io.bytes, 64));
+      FERRY_RETURN_IF_ERROR(device->CopyHostToDevice(buffer.data(), bytes.data(), io.bytes));
+      FERRY_RETURN_IF_ERROR(device->Synchronize());
+      data = buffer.data();
+      buffers.device.push_back(std::move(buffer));
+    }
+    FERRY_RETURN_IF_ERROR(method.SetInput(i, TensorView(io.dtype, io.sizes, data, io.device)));
+  }
+  for (const auto& [name, values] : options.inputs) {
+    bool found = false;
+    for (const IoInfo& io : plan.inputs) found = found || io.name == name;
+    if (!found) return absl::InvalidArgumentError(absl::StrCat("--input: the method has no input \"", name, "\""));
+  }
+  return absl::OkStatus();
+}
+
+// Output values copied to the host, as doubles.
+absl::StatusOr<std::vector<double>> OutputValues(const Runtime& rt, const TensorView& out) {
+  std::vector<uint8_t> bytes(out.nbytes());
+  if (out.device().is_host()) {
+    std::memcpy(bytes.data(), out.data(), bytes.size());
+  } else {
+    DeviceRuntime* device = rt.devices().Find(out.device());
+    FERRY_RETURN_IF_ERROR(device->CopyDeviceToHost(bytes.data(), out.data(), bytes.size()));
+    FERRY_RETURN_IF_ERROR(device->Synchronize());
+  }
+  std::vector<double> values(out.numel());
+  for (size_t j = 0; j < values.size(); ++j) {
+    if (out.dtype() == DType::kFloat32) {
+      float f;
+      std::memcpy(&f, bytes.data() + j * 4, 4);
+      values[j] = f;
+    } else {
+      int64_t n;
+      std::memcpy(&n, bytes.data() + j * 8, 8);
+      values[j] = static_cast<double>(n);
+    }
+  }
+  return values;
+}
+
+DeviceCounters TotalCounters(const Runtime& rt, const std::vector<Device>& devices) {
+  DeviceCounters total;
+  for (const Device& d : devices) {
+    DeviceCounters c = rt.devices().Find(d)->counters();
+    total.h2d_copies += c.h2d_copies;
+    total.h2d_bytes += c.h2d_bytes;
+    total.d2h_copies += c.d2h_copies;
+    total.d2h_bytes += c.d2h_bytes;
+    total.d2d_copies += c.d2d_copies;
+    total.d2d_bytes += c.d2d_bytes;
+  }
+  return total;
+}
+
+void PrintDiagnostics(const Method& method, std::FILE* err) {
+  for (const Diagnostic& d : method.plan().placement.diagnostics) {
+    std::fprintf(err, "ferry: %s: %s\n",
+                 d.severity == Diagnostic::Severity::kError ? "error" : "warning",
+                 d.message.c_str());
+  }
+}
+
+int Fail(std::FILE* err, const absl::Status& status) {
+  std::fprintf(err, "ferry: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+int Run(const Options& options, const Runtime& rt, Method& method, std::FILE* out,
+        std::FILE* err) {
+  PrintDiagnostics(method, err);
+  InputBuffers buffers;
+  if (absl::Status s = FillInputs(options, rt, method, buffers); !s.ok()) return Fail(err, s);
+  const int calls = std::max(options.calls, 1);
+  std::vector<double> times;
+  for (int c = 0; c < calls; ++c) {
+    auto start = Clock::now();
+    if (absl::Status s = method.Execute(); !s.ok()) return Fail(err, s);
+    times.push_back(MicrosSince(start));
+  }
+  const MethodPlan& plan = method.plan();
+  absl::FPrintF(out, "method \"%s\": %d call%s, first %.1f us, last %.1f us\n", method.def().name,
+                calls, calls == 1 ? "" : "s", times.front(), times.back());
+  for (size_t i = 0; i < method.num_outputs(); ++i) {
+    TensorView view = method.Output(i);
+    absl::StatusOr<std::vector<double>> values = OutputValues(rt, view);
+    if (!values.ok()) return Fail(err, values.status());
+    double sum = 0, lo = INFINITY, hi = -INFINITY;
+    for (double v : *values) {
+      sum += v;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    std::vector<std::string> head;
+    for (size_t j = 0; j < std::min<size_t>(values->size(), 6); ++j) {
+      head.push_back(absl::StrFormat("%.6g", (*values)[j]));
+    }
+    const IoInfo& io = plan.outputs[i];
+    absl::FPrintF(out, "output %d \"%s\" %s[%s] on %s: sum %.6g min %.6g max %.6g  [%s%s]\n", i,
+                  io.name, DTypeName(io.dtype), absl::StrJoin(io.sizes, ", "), io.device_label,
+                  sum, lo, hi, absl::StrJoin(head, ", "), values->size() > 6 ? ", ..." : "");
+  }
+  return 0;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(q * v.size())) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+int Bench(const Options& options, const Runtime& rt, Method& method, double verify_us,
+          double load_us, std::FILE* out, std::FILE* err) {
+  InputBuffers buffers;
+  if (absl::Status s = FillInputs(options, rt, method, buffers); !s.ok()) return Fail(err, s);
+  const MethodPlan& plan = method.plan();
+  std::vector<Device> devices = plan.placement.devices();
+  for (int i = 0; i < options.warmup; ++i) {
+    if (absl::Status s = method.Execute(); !s.ok()) return Fail(err, s);
+  }
+  const int calls = std::max(options.calls, 1);
+  DeviceCounters before = TotalCounters(rt, devices);
+  std::vector<double> times;
+  times.reserve(calls);
+  auto progress = Clock::now();
+  for (int c = 0; c < calls; ++c) {
+    auto start = Clock::now();
+    if (absl::Status s = method.Execute(); !s.ok()) return Fail(err, s);
+    times.push_back(MicrosSince(start));
+    if (!options.json && MicrosSince(progress) > 1e6) {
+      std::fprintf(err, "\rferry bench: %d/%d calls", c + 1, calls);
+      progress = Clock::now();
+    }
+  }
+  DeviceCounters after = TotalCounters(rt, devices);
+  const uint64_t counted_copies = (after.h2d_copies - before.h2d_copies) +
+                                  (after.d2h_copies - before.d2h_copies) +
+                                  (after.d2d_copies - before.d2d_copies);
+  const uint64_t counted_bytes = (after.h2d_bytes - before.h2d_bytes) +
+                                 (after.d2h_bytes - before.d2h_bytes) +
+                                 (after.d2d_bytes - before.d2d_bytes);
+  // Host-to-host copies (state initialization) never run per call, so device counters see every
+  // per-call copy of the manifest.
+  const double copies_per_call = static_cast<double>(counted_copies) / calls;
+  const double bytes_per_call = static_cast<double>(counted_bytes) / calls;
+  const int manifest_copies = plan.placement.per_call_copies();
+  const size_t manifest_bytes = plan.placement.per_call_bytes();
+  size_t constant_bytes = 0;
+  for (const ArenaInfo& a : plan.arenas) constant_bytes += a.constant_bytes;
+  const double min = *std::min_element(times.begin(), times.end());
+  const double median = Percentile(times, 0.5);
+  const double p99 = Percentile(times, 0.99);
+  const bool agree = copies_per_call == manifest_copies && bytes_per_call == manifest_bytes;
+  const LoadTimings& t = plan.timings;
+  if (options.json) {
+    std::string arenas;
+    for (size_t i = 0; i < plan.arenas.size(); ++i) {
+      const ArenaInfo& a = plan.arenas[i];
+      absl::StrAppendFormat(&arenas,
+                            "%s{\"device\": \"%s\", \"arena_bytes\": %d, \"lower_bound_bytes\": "
+                            "%d, \"constant_bytes\": %d}",
+                            i == 0 ? "" : ", ", a.device.ToString(), a.arena_bytes,
+                            a.lower_bound, a.constant_bytes);
+    }
+    absl::FPrintF(
+        out,
+        "{\"program\": \"%s\", \"method\": \"%s\", \"nodes\": %d, \"calls\": %d,\n"
+        " \"load_us\": {\"total\": %.3f, \"verify\": %.3f, \"placement\": %.3f, \"planning\": "
+        "%.3f, \"materialization\": %.3f},\n"
+        " \"latency_us\": {\"min\": %.3f, \"median\": %.3f, \"p99\": %.3f},\n"
+        " \"copies_per_call\": {\"manifest\": %d, \"counted\": %.3f},\n"
+        " \"bytes_per_call\": {\"manifest\": %d, \"counted\": %.3f},\n"
+        " \"counters_agree\": %s,\n"
+        " \"constant_bytes_at_load\": %d,\n"
+        " \"arenas\": [%s]}\n",
+        options.program, method.def().name, method.def().nodes.size(), calls, load_us + verify_us,
+        verify_us, t.placement_us, t.planning_us, t.materialization_us, min, median, p99,
+        manifest_copies, copies_per_call, manifest_bytes, bytes_per_call,
+        agree ? "true" : "false", constant_bytes, arenas);
+  } else {
+    if (calls > 0) std::fprintf(err, "\r");
+    absl::FPrintF(out, "ferry bench: method \"%s\" of %s (%d nodes), %d calls\n",
+                  method.def().name, options.program, method.def().nodes.size(), calls);
+    absl::FPrintF(out, "  load             %10.1f us  (verify %.1f, placement %.1f, planning %.1f, "
+                       "materialization %.1f)\n",
+                  load_us + verify_us, verify_us, t.placement_us, t.planning_us,
+                  t.materialization_us);
+    absl::FPrintF(out, "  latency          %10.2f us min, %.2f us median, %.2f us p99\n", min,
+                  median, p99);
+    absl::FPrintF(out, "  copies per call  %10d in the manifest, %.2f counted by devices\n",
+                  manifest_copies, copies_per_call);
+    absl::FPrintF(out, "  bytes per call   %10d in the manifest, %.1f counted by devices%s\n",
+                  manifest_bytes, bytes_per_call, agree ? "" : "  (MISMATCH)");
+    absl::FPrintF(out, "  constants        %10d bytes materialized at load\n", constant_bytes);
+    for (const ArenaInfo& a : plan.arenas) {
+      double ratio = a.lower_bound == 0 ? 1.0 : static_cast<double>(a.arena_bytes) / a.lower_bound;
+      absl::FPrintF(out, "  arena %-10s %10d bytes, lower bound %d (%.3fx), constants %d\n",
+                    a.device.ToString(), a.arena_bytes, a.lower_bound, ratio, a.constant_bytes);
+    }
+  }
+  return agree ? 0 : 1;
+}
+
+}  // namespace
+
+int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
+  Runtime rt(options.runtime);
+  auto verify_start = Clock::now();
+  absl::StatusOr<std::unique_ptr<Program>> program = Program::Load(options.program);
+  const double verify_us = MicrosSince(verify_start);
+  if (!program.ok()) return Fail(err, program.status());
+  auto load_start = Clock::now();
+  absl::StatusOr<std::unique_ptr<Method>> method =
+      rt.LoadMethod(**program, options.method, options.load);
+  const double load_us = MicrosSince(load_start);
+  if (!method.ok()) return Fail(err, method.status());
+  if (options.command == "plan") {
+    std::string text = options.dot ? FormatPlanDot(**method) : FormatPlanText(**method);
+    std::fputs(text.c_str(), out);
+    return 0;
+  }
+  if (options.command == "run") return Run(options, rt, **method, out, err);
+  return Bench(options, rt, **method, verify_us, load_us, out, err);
+}
+
+}  // namespace ferry::cli

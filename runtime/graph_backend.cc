@@ -1,0 +1,288 @@
+// The built-in graph backend: runs a sub-graph of registered host ops on the host or on a sim
+// device (inside its scope). See runtime/backend.h.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "loader/program.h"
+#include "loader/program_builder.h"
+#include "memory/device_buffer.h"
+#include "memory/memory_planner.h"
+#include "memory/status_macros.h"
+#include "runtime/backend.h"
+#include "runtime/internal/host_steps.h"
+
+namespace ferry {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+bool SameLayout(const TensorRef& a, const TensorRef& b) {
+  if (a.dtype != b.dtype || a.rank != b.rank) return false;
+  for (int i = 0; i < a.rank; ++i) {
+    if (a.sizes[i] != b.sizes[i]) return false;
+    if (a.sizes[i] != 1 && a.strides[i] != b.strides[i]) return false;
+  }
+  return true;
+}
+
+class GraphInstance : public DelegateInstance {
+ public:
+  static absl::StatusOr<std::unique_ptr<GraphInstance>> Create(const DelegateInit& init) {
+    std::unique_ptr<GraphInstance> g(new GraphInstance());
+    g->device_runtime_ = init.device_runtime;
+    g->check_ownership_ = init.device.type == DeviceType::kSim;
+    FERRY_ASSIGN_OR_RETURN(g->program_, Program::FromBytes(init.payload));
+    FERRY_ASSIGN_OR_RETURN(const MethodDef* main, g->program_->method("main"));
+    FERRY_RETURN_IF_ERROR(g->Compile(*main, init));
+    return g;
+  }
+
+  size_t scratch_bytes() const override { return scratch_bytes_; }
+
+  absl::Status Execute(absl::Span<TensorRef* const> args, absl::Span<TensorRef* const> results,
+                       void* scratch) override {
+    for (size_t i = 0; i < input_refs_.size(); ++i) {
+      TensorRef* arg = args[arg_of_input_[i]];
+      if (check_ownership_ && !device_runtime_->Owns(arg->data, arg->nbytes())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph backend: argument ", arg_of_input_[i], " is not memory of ",
+            device_runtime_->device().ToString(), "; a device delegate was handed host memory"));
+      }
+      refs_[input_refs_[i]].data = arg->data;
+    }
+    for (const auto& [ref, offset] : scratch_refs_) {
+      refs_[ref].data = static_cast<char*>(scratch) + offset;
+    }
+    for (const auto& [ref, result] : bound_outputs_) refs_[ref].data = results[result]->data;
+    for (const internal::HostStep& step : tables_.steps()) {
+      FERRY_RETURN_IF_ERROR(internal::RunHostStep(step));
+    }
+    // Outputs that are views, inputs or constants are copied into their result buffers.
+    for (const auto& [ref, result] : copied_outputs_) {
+      copy_args_[0].tensor = results[result];
+      copy_args_[1].tensor = &refs_[ref];
+      TensorRef* out = results[result];
+      FERRY_RETURN_IF_ERROR(copy_kernel_(absl::MakeConstSpan(copy_args_, 2), absl::Span<TensorRef* const>(&out, 1)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  GraphInstance() = default;
+
+  absl::Status Compile(const MethodDef& main, const DelegateInit& init) {
+    const OpRegistry& ops = *init.ops;
+    // Arguments: every tensor argument of the call is an input of "main", in order.
+    std::vector<int32_t> tensor_args;
+    for (size_t a = 0; a < init.args.size(); ++a) {
+      if (init.args[a].rank >= 0) tensor_args.push_back(static_cast<int32_t>(a));
+    }
+    if (tensor_args.size() != main.inputs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the sub-graph takes ", main.inputs.size(),
+                                                     " inputs, but the call passes ",
+                                                     tensor_args.size(), " tensors"));
+    }
+    if (init.results.size() != main.outputs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the sub-graph returns ",
+                                                     main.outputs.size(),
+                                                     " values, but the call has ",
+                                                     init.results.size(), " results"));
+    }
+    refs_.resize(main.values.size());
+    std::vector<bool> defined(main.values.size(), false);
+    for (size_t i = 0; i < main.inputs.size(); ++i) {
+      ValueId v = main.inputs[i];
+      const TensorRef& arg = init.args[tensor_args[i]];
+      const TensorMeta& meta = main.values[v].meta;
+      std::vector<int64_t> sizes(arg.sizes.begin(), arg.sizes.begin() + arg.rank);
+      if (arg.dtype != meta.dtype || sizes != meta.sizes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sub-graph input ", i, " is ", meta.ToString(), ", but argument ", tensor_args[i],
+            " is ", TensorMeta{arg.dtype, sizes, {}}.ToString()));
+      }
+      refs_[v] = arg;
+      refs_[v].data = nullptr;
+      input_refs_.push_back(v);
+      arg_of_input_.push_back(tensor_args[i]);
+    }
+    // Constants of the sub-graph are materialized on the device once.
+    size_t constant_bytes = 0;
+    std::vector<std::pair<ValueId, size_t>> constants;
+    for (size_t v = 0; v < main.values.size(); ++v) {
+      const ValueDef& value = main.values[v];
+      if (value.kind == ValueKind::kState) {
+        return absl::UnimplementedError(
+            absl::StrCat("sub-graph value \"", value.name,
+                         "\" is a state buffer; pass state to the delegate as an argument"));
+      }
+      if (value.kind != ValueKind::kConstant) continue;
+      refs_[v] = value.meta.ToRef();
+      constant_bytes = (constant_bytes + kAlignment - 1) / kAlignment * kAlignment;
+      constants.emplace_back(static_cast<ValueId>(v), constant_bytes);
+      constant_bytes += value.data.size();
+    }
+    if (constant_bytes > 0) {
+      FERRY_ASSIGN_OR_RETURN(constants_, DeviceBuffer::Allocate(*init.device_runtime,
+                                                                constant_bytes, kAlignment));
+      for (const auto& [v, offset] : constants) {
+        refs_[v].data = static_cast<char*>(constants_.data()) + offset;
+        FERRY_RETURN_IF_ERROR(init.device_runtime->CopyHostToDevice(
+            refs_[v].data, main.values[v].data.data(), main.values[v].data.size()));
+      }
+      FERRY_RETURN_IF_ERROR(init.device_runtime->Synchronize());
+    }
+    // Nodes: host ops only. Functional results are planned in scratch, or written straight into
+    // the call's result when they are returned.
+    std::vector<int32_t> output_of(main.values.size(), -1);
+    for (size_t o = 0; o < main.outputs.size(); ++o) {
+      if (output_of[main.outputs[o]] < 0) output_of[main.outputs[o]] = static_cast<int32_t>(o);
+    }
+    std::vector<BufferRequest> requests;
+    std::vector<ValueId> request_value;
+    std::vector<int32_t> last_use(main.values.size(), -1);
+    for (size_t n = 0; n < main.nodes.size(); ++n) {
+      for (ValueId a : main.nodes[n].args) last_use[a] = static_cast<int32_t>(n);
+    }
+    std::vector<int32_t> alias_root(main.values.size());
+    for (size_t v = 0; v < main.values.size(); ++v) alias_root[v] = static_cast<int32_t>(v);
+    std::vector<bool> is_view(main.values.size(), false);
+    std::vector<std::vector<internal::ViewFixup>> pending_views(main.nodes.size());
+    struct NodeRefs {
+      const OpSchema* schema;
+      std::vector<OpArg> args;
+      std::vector<TensorRef*> results;
+    };
+    std::vector<NodeRefs> node_refs(main.nodes.size());
+    for (size_t n = 0; n < main.nodes.size(); ++n) {
+      const NodeDef& node = main.nodes[n];
+      const std::string ctx = absl::StrCat("sub-graph node ", n, " (", node.name, ")");
+      if (node.kind != NodeKind::kHostOp) {
+        return absl::UnimplementedError(
+            absl::StrCat(ctx, ": the graph backend runs host ops only, not delegate calls"));
+      }
+      const OpSchema* schema = ops.Find(node.op);
+      if (schema == nullptr) {
+        return absl::UnimplementedError(absl::StrCat(ctx, ": unknown op \"", node.op, "\""));
+      }
+      NodeRefs& nr = node_refs[n];
+      nr.schema = schema;
+      nr.args.resize(node.args.size());
+      for (size_t a = 0; a < node.args.size(); ++a) {
+        const ValueDef& value = main.values[node.args[a]];
+        if (value.is_tensor()) {
+          nr.args[a].tensor = &refs_[node.args[a]];
+        } else {
+          nr.args[a].scalar = &value.scalar;
+        }
+      }
+      std::vector<const TensorMeta*> declared;
+      for (ValueId r : node.results) declared.push_back(&main.values[r].meta);
+      std::vector<InferredResult> inferred;
+      FERRY_RETURN_IF_ERROR(internal::InferAndCheck(*schema, nr.args, declared, &inferred, ctx));
+      for (size_t r = 0; r < node.results.size(); ++r) {
+        ValueId v = node.results[r];
+        refs_[v] = inferred[r].layout;
+        refs_[v].data = nullptr;
+        nr.results.push_back(&refs_[v]);
+        int view_of = schema->ViewOf(static_cast<int>(r));
+        if (view_of >= 0) {
+          ValueId base = node.args[view_of];
+          is_view[v] = true;
+          alias_root[v] = alias_root[base];
+          pending_views[n].push_back(
+              {&refs_[v], &refs_[base],
+               inferred[r].view_offset * static_cast<int64_t>(refs_[v].element_size())});
+        } else if (output_of[v] >= 0 && SameLayout(refs_[v], init.results[output_of[v]])) {
+          bound_outputs_.emplace_back(v, output_of[v]);
+          output_of[v] = -2;  // bound
+        } else {
+          requests.push_back({refs_[v].nbytes(), kAlignment, static_cast<int32_t>(n),
+                              static_cast<int32_t>(n)});
+          request_value.push_back(v);
+        }
+      }
+    }
+    // A scratch value lives until the last read of it or of any view of it.
+    for (size_t v = 0; v < main.values.size(); ++v) {
+      if (last_use[v] < 0) continue;
+      int32_t root = alias_root[v];
+      for (size_t i = 0; i < requests.size(); ++i) {
+        if (request_value[i] == root) {
+          requests[i].last_use = std::max(requests[i].last_use, last_use[v]);
+        }
+      }
+    }
+    const int32_t end = static_cast<int32_t>(main.nodes.size());
+    for (size_t o = 0; o < main.outputs.size(); ++o) {
+      ValueId v = main.outputs[o];
+      if (output_of[v] == -2 && std::find_if(bound_outputs_.begin(), bound_outputs_.end(),
+                                             [&](const auto& p) {
+                                               return p.first == v &&
+                                                      p.second == static_cast<int32_t>(o);
+                                             }) != bound_outputs_.end()) {
+        continue;
+      }
+      copied_outputs_.emplace_back(v, static_cast<int32_t>(o));
+      for (size_t i = 0; i < requests.size(); ++i) {
+        if (request_value[i] == alias_root[v]) requests[i].last_use = end;
+      }
+    }
+    FERRY_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(requests));
+    scratch_bytes_ = plan.arena_size;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      scratch_refs_.emplace_back(request_value[i], plan.offsets[i]);
+    }
+    for (size_t n = 0; n < main.nodes.size(); ++n) {
+      tables_.Add(*node_refs[n].schema, node_refs[n].args, node_refs[n].results,
+                  pending_views[n]);
+    }
+    tables_.Finalize();
+    if (!copied_outputs_.empty()) {
+      const OpSchema* copy = ops.Find("copy_");
+      if (copy == nullptr || copy->kernel == nullptr) {
+        return absl::UnimplementedError(
+            "the sub-graph returns a view, an input or a constant, which needs the op \"copy_\"");
+      }
+      copy_kernel_ = copy->kernel;
+    }
+    return absl::OkStatus();
+  }
+
+  DeviceRuntime* device_runtime_ = nullptr;
+  bool check_ownership_ = false;
+  std::unique_ptr<Program> program_;
+  std::vector<TensorRef> refs_;  // per sub-graph value; never resized after Compile
+  std::vector<ValueId> input_refs_;
+  std::vector<int32_t> arg_of_input_;
+  std::vector<std::pair<ValueId, size_t>> scratch_refs_;
+  std::vector<std::pair<ValueId, int32_t>> bound_outputs_;
+  std::vector<std::pair<ValueId, int32_t>> copied_outputs_;
+  size_t scratch_bytes_ = 0;
+  DeviceBuffer constants_;
+  internal::HostStepTables tables_;
+  KernelFn copy_kernel_ = nullptr;
+  OpArg copy_args_[2];
+};
+
+class GraphBackend : public Backend {
+ public:
+  absl::string_view name() const override { return kGraphBackendName; }
+  bool SupportsDevice(DeviceType type) const override {
+    return type == DeviceType::kHost || type == DeviceType::kSim;
+  }
+  absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
+    FERRY_ASSIGN_OR_RETURN(std::unique_ptr<GraphInstance> instance, GraphInstance::Create(init));
+    return std::unique_ptr<DelegateInstance>(std::move(instance));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeGraphBackend() { return std::make_unique<GraphBackend>(); }
+
+}  // namespace ferry

@@ -1,0 +1,114 @@
+// Host kernel steps shared by the method executor and the graph backend.
+//
+// A HostStepList is built at load: each step names a kernel, its arguments and results as pointers
+// into TensorRef storage owned by the caller (which must not move afterwards), and the view
+// fixups that set aliasing results' data pointers before the kernel runs. Running a step
+// allocates nothing.
+#ifndef FERRY_RUNTIME_INTERNAL_HOST_STEPS_H_
+#define FERRY_RUNTIME_INTERNAL_HOST_STEPS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "kernels/op_registry.h"
+#include "kernels/tensor.h"
+
+namespace ferry::internal {
+
+struct ViewFixup {
+  TensorRef* result = nullptr;
+  const TensorRef* base = nullptr;
+  int64_t byte_offset = 0;
+};
+
+struct HostStep {
+  KernelFn kernel = nullptr;  // null for pure views
+  const OpArg* args = nullptr;
+  uint32_t num_args = 0;
+  uint32_t num_results = 0;
+  TensorRef* const* results = nullptr;
+  const ViewFixup* views = nullptr;
+  uint32_t num_views = 0;
+};
+
+inline void ApplyViews(const ViewFixup* views, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    views[i].result->data = static_cast<char*>(views[i].base->data) + views[i].byte_offset;
+  }
+}
+
+inline absl::Status RunHostStep(const HostStep& s) {
+  ApplyViews(s.views, s.num_views);
+  if (s.kernel == nullptr) return absl::OkStatus();
+  return s.kernel(absl::Span<const OpArg>(s.args, s.num_args),
+                  absl::Span<TensorRef* const>(s.results, s.num_results));
+}
+
+// Storage for the arrays HostSteps point into. Add everything, then Finalize() once; after that
+// the tables must not change.
+class HostStepTables {
+ public:
+  struct Pending {
+    KernelFn kernel = nullptr;
+    size_t args_begin = 0, num_args = 0;
+    size_t results_begin = 0, num_results = 0;
+    size_t views_begin = 0, num_views = 0;
+  };
+
+  // Appends a step; returns its index.
+  size_t Add(const OpSchema& schema, absl::Span<const OpArg> args,
+             absl::Span<TensorRef* const> results, absl::Span<const ViewFixup> views) {
+    Pending p;
+    p.kernel = schema.kernel;
+    p.args_begin = args_.size();
+    p.num_args = args.size();
+    args_.insert(args_.end(), args.begin(), args.end());
+    p.results_begin = results_.size();
+    p.num_results = results.size();
+    results_.insert(results_.end(), results.begin(), results.end());
+    p.views_begin = views_.size();
+    p.num_views = views.size();
+    views_.insert(views_.end(), views.begin(), views.end());
+    pending_.push_back(p);
+    return pending_.size() - 1;
+  }
+
+  // Resolves every step's pointers; steps()[i] is the i-th step added.
+  void Finalize() {
+    steps_.clear();
+    steps_.reserve(pending_.size());
+    for (const Pending& p : pending_) {
+      HostStep s;
+      s.kernel = p.kernel;
+      s.args = args_.data() + p.args_begin;
+      s.num_args = static_cast<uint32_t>(p.num_args);
+      s.results = results_.data() + p.results_begin;
+      s.num_results = static_cast<uint32_t>(p.num_results);
+      s.views = views_.data() + p.views_begin;
+      s.num_views = static_cast<uint32_t>(p.num_views);
+      steps_.push_back(s);
+    }
+  }
+
+  const std::vector<HostStep>& steps() const { return steps_; }
+
+ private:
+  std::vector<OpArg> args_;
+  std::vector<TensorRef*> results_;
+  std::vector<ViewFixup> views_;
+  std::vector<Pending> pending_;
+  std::vector<HostStep> steps_;
+};
+
+// Runs schema.infer and checks the inferred results against the declared metadata of the result
+// values (dtype and sizes). `context` prefixes messages ("method \"forward\", node 3 (add)").
+absl::Status InferAndCheck(const OpSchema& schema, absl::Span<const OpArg> args,
+                           absl::Span<const TensorMeta* const> declared,
+                           std::vector<InferredResult>* results, const std::string& context);
+
+}  // namespace ferry::internal
+
+#endif  // FERRY_RUNTIME_INTERNAL_HOST_STEPS_H_

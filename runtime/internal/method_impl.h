@@ -1,0 +1,109 @@
+// The loaded state of a Method and its executor. Internal to runtime/.
+#ifndef FERRY_RUNTIME_INTERNAL_METHOD_IMPL_H_
+#define FERRY_RUNTIME_INTERNAL_METHOD_IMPL_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/op_registry.h"
+#include "kernels/tensor.h"
+#include "loader/method_graph.h"
+#include "loader/placement.h"
+#include "memory/device_buffer.h"
+#include "memory/device_registry.h"
+#include "memory/device_runtime.h"
+#include "runtime/backend.h"
+#include "runtime/internal/host_steps.h"
+#include "runtime/method.h"
+#include "runtime/runtime.h"
+
+namespace ferry::internal {
+
+// A copy between two planned buffers, resolved at load.
+struct CopyExec {
+  CopyDirection direction = CopyDirection::kHostToDevice;
+  DeviceRuntime* src_runtime = nullptr;
+  DeviceRuntime* dst_runtime = nullptr;
+  const TensorRef* src = nullptr;
+  const TensorRef* dst = nullptr;
+  size_t bytes = 0;
+  bool strided = false;  // gather src (host) into dense dst
+  int32_t rank = 0;
+  std::array<int64_t, kMaxRank> sizes{};    // src sizes in dst memory order (strided copies)
+  std::array<int64_t, kMaxRank> strides{};  // src strides in dst memory order
+  int32_t copy = -1;                        // index in the manifest
+};
+
+absl::Status RunCopy(const CopyExec& c);
+
+struct Step {
+  enum class Kind : uint8_t { kHost, kDelegate, kCopy, kSync };
+  Kind kind = Kind::kHost;
+  int32_t node = -1;
+  // kHost: index into host_tables.steps(); kCopy: index into copies_; kDelegate: into delegates_.
+  int32_t index = 0;
+  // kSync: the device to wait for.
+  DeviceRuntime* runtime = nullptr;
+};
+
+struct DelegateExec {
+  DelegateInstance* instance = nullptr;
+  DeviceRuntime* scope = nullptr;  // device whose scope is opened around the call; null on host
+  size_t args_begin = 0, num_args = 0;
+  size_t results_begin = 0, num_results = 0;
+  int32_t scratch_buffer = -1;  // index into scratch_ pointers
+  void* scratch = nullptr;
+};
+
+class MethodImpl {
+ public:
+  static absl::StatusOr<std::unique_ptr<MethodImpl>> Load(const Runtime& runtime,
+                                                          const MethodDef& method,
+                                                          const LoadOptions& options);
+
+  const MethodDef& def() const { return *def_; }
+  const MethodPlan& plan() const { return plan_; }
+
+  absl::Status SetInput(size_t index, const TensorView& tensor);
+  absl::Status SetOutputBuffer(size_t index, const TensorView& tensor);
+  absl::Status Execute();
+  TensorView Output(size_t index) const;
+  const void* buffer_data(int32_t buffer) const { return refs_[buffer].data; }
+
+ private:
+  MethodImpl() = default;
+  absl::Status CheckCallerTensor(const char* what, size_t index, const IoInfo& io,
+                                 const TensorRef& expected, const TensorView& given) const;
+  absl::Status StepError(const Step& step, const absl::Status& status) const;
+  std::string NodeLabel(int32_t node) const;
+
+  const Runtime* runtime_ = nullptr;
+  const MethodDef* def_ = nullptr;
+  MethodPlan plan_;
+
+  // One TensorRef per planned buffer; never resized after load (steps point into it).
+  std::vector<TensorRef> refs_;
+  std::vector<DeviceRuntime*> buffer_runtime_;
+  std::vector<int64_t> alias_offset_;  // per buffer: byte offset of an alias from its base
+
+  std::vector<DeviceBuffer> arenas_;
+  std::vector<DeviceBuffer> constant_regions_;
+
+  HostStepTables host_tables_;
+  std::vector<CopyExec> copies_;
+  std::vector<std::unique_ptr<DelegateInstance>> instances_;
+  std::vector<DelegateExec> delegates_;
+  std::vector<TensorRef*> delegate_refs_;
+  std::vector<Step> steps_;
+  std::vector<Step> final_syncs_;
+
+  std::vector<bool> input_set_;
+};
+
+}  // namespace ferry::internal
+
+#endif  // FERRY_RUNTIME_INTERNAL_METHOD_IMPL_H_

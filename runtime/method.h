@@ -1,0 +1,115 @@
+// A loaded method: placement decided, arenas planned and allocated, constants on their devices.
+//
+//   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Method> m, runtime.LoadMethod(*program, "forward"));
+//   for (const CopyStep& c : m->plan().placement.copies) ...    // the copy manifest
+//   FERRY_RETURN_IF_ERROR(m->SetInput(0, TensorView::Host(DType::kFloat32, {2, 2}, a)));
+//   FERRY_RETURN_IF_ERROR(m->Execute());
+//   TensorView out = m->Output(0);                              // valid until the next Execute
+//
+// Lifetime: a Method refers to its Program (constant data is read in place) and its Runtime (device
+// runtimes, backends); both must outlive it. Inputs set with SetInput are the caller's memory and
+// must stay valid and unchanged while Execute runs; the method keeps pointing at them between calls
+// until they are set again.
+//
+// Execute allocates nothing, takes no lock and looks nothing up by name: it runs the step list built
+// at load (host kernels, delegate calls, copies, synchronization). Errors: SetInput and
+// SetOutputBuffer return InvalidArgument naming the input or output, the expected and the given
+// dtype, shape, size or device, and change nothing; Execute returns FailedPrecondition naming an
+// input that was never set, or the error of the step that failed (naming the node). A method stays
+// usable after any error.
+//
+// Thread safety: a Method is used by one thread at a time.
+#ifndef FERRY_RUNTIME_METHOD_H_
+#define FERRY_RUNTIME_METHOD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kernels/tensor.h"
+#include "loader/method_graph.h"
+#include "loader/placement.h"
+#include "memory/device.h"
+#include "runtime/tensor_view.h"
+
+namespace ferry {
+
+struct ArenaInfo {
+  Device device;
+  size_t arena_bytes = 0;     // planned arena (per-call values, state, scratch)
+  size_t lower_bound = 0;     // peak bytes live at once
+  size_t constant_bytes = 0;  // constant region (replicas made at load)
+};
+
+struct IoInfo {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> sizes;
+  size_t bytes = 0;
+  Device device;  // where the caller passes (inputs) or receives (outputs) it
+  std::string device_label;  // the device as declared, e.g. "cuda:0 (as sim:0)"
+};
+
+struct LoadTimings {
+  double placement_us = 0;
+  double planning_us = 0;
+  double materialization_us = 0;  // allocation, touching arenas, load-time copies, backend init
+};
+
+struct MethodPlan {
+  PlacementPlan placement;
+  std::vector<ArenaInfo> arenas;  // host first, then devices in order
+  std::vector<IoInfo> inputs;
+  std::vector<IoInfo> outputs;
+  LoadTimings timings;
+};
+
+namespace internal {
+class MethodImpl;
+}
+
+class Method {
+ public:
+  ~Method();
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+
+  const MethodDef& def() const;
+  const MethodPlan& plan() const;
+  size_t num_inputs() const;
+  size_t num_outputs() const;
+
+  // Binds input `index` to the caller's memory. Checks dtype, shape and size against the plan, that
+  // `tensor.device()` is the device the plan expects, and that the pointer really is memory of that
+  // device (P13).
+  absl::Status SetInput(size_t index, const TensorView& tensor);
+  // Makes output `index` be written into the caller's memory from the next Execute on, with the
+  // same checks as SetInput.
+  absl::Status SetOutputBuffer(size_t index, const TensorView& tensor);
+  // Raw forms: `bytes` of memory at `data` on `device`, taken as the dense tensor the plan
+  // expects; fewer bytes than it needs is an error naming both sizes.
+  absl::Status SetInput(size_t index, void* data, size_t bytes, Device device);
+  absl::Status SetOutputBuffer(size_t index, void* data, size_t bytes, Device device);
+
+  absl::Status Execute();
+
+  // The memory of planned buffer `buffer` (an index into plan().placement.buffers) as bound now;
+  // for tests and tools that check where the plan put things.
+  const void* buffer_data(int32_t buffer) const;
+
+  // Output `index` of the last successful Execute (its memory is the method's, or the caller's
+  // buffer), on the device the plan names.
+  TensorView Output(size_t index) const;
+
+ private:
+  friend class Runtime;
+  explicit Method(std::unique_ptr<internal::MethodImpl> impl);
+  std::unique_ptr<internal::MethodImpl> impl_;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_RUNTIME_METHOD_H_

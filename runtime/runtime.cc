@@ -1,0 +1,59 @@
+#include "runtime/runtime.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "loader/program_builder.h"
+#include "memory/status_macros.h"
+#include "runtime/internal/method_impl.h"
+
+namespace ferry {
+
+Runtime::Runtime() : Runtime(RuntimeOptions{}) {}
+
+Runtime::Runtime(const RuntimeOptions& options) : ops_(OpRegistry::WithBuiltIns()) {
+  DeviceRegistryOptions device_options;
+  device_options.sim_guard = options.sim_guard;
+  device_options.num_sim_devices = options.num_sim_devices;
+  devices_ = DeviceRegistry::CreateDefault(device_options);
+  backends_.emplace(kGraphBackendName, MakeGraphBackend());
+  if (!devices_->HasCuda()) {
+    for (int i = 0; i < options.num_sim_devices; ++i) {
+      default_map_[Device::Cuda(i)] = Device::Sim(i);
+    }
+  }
+}
+
+Runtime::~Runtime() = default;
+
+absl::Status Runtime::RegisterBackend(std::unique_ptr<Backend> backend) {
+  if (backend == nullptr) return absl::InvalidArgumentError("RegisterBackend: null backend");
+  std::string name(backend->name());
+  if (backends_.contains(name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("a backend named \"", name, "\" is already registered"));
+  }
+  backends_.emplace(std::move(name), std::move(backend));
+  return absl::OkStatus();
+}
+
+const Backend* Runtime::FindBackend(absl::string_view name) const {
+  auto it = backends_.find(name);
+  return it == backends_.end() ? nullptr : it->second.get();
+}
+
+absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethod(const Program& program,
+                                                            absl::string_view method_name,
+                                                            const LoadOptions& options) const {
+  FERRY_ASSIGN_OR_RETURN(const MethodDef* method, program.method(method_name));
+  return LoadMethod(*method, options);
+}
+
+absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethod(const MethodDef& method,
+                                                            const LoadOptions& options) const {
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<internal::MethodImpl> impl,
+                         internal::MethodImpl::Load(*this, method, options));
+  return std::unique_ptr<Method>(new Method(std::move(impl)));
+}
+
+}  // namespace ferry

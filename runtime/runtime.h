@@ -1,0 +1,91 @@
+// The Ferry runtime: devices, op kernels and delegate backends, and method loading.
+//
+//   ferry::Runtime rt;                                  // host + sim devices (+ CUDA when present)
+//   FERRY_ASSIGN_OR_RETURN(auto program, ferry::Program::Load("model.ferry"));
+//   ferry::LoadOptions options;
+//   options.skip_h2d_for_method_inputs = true;
+//   FERRY_ASSIGN_OR_RETURN(auto method, rt.LoadMethod(*program, "forward", options));
+//
+// LoadMethod decides everything: op and backend lookup, shape checks, placement (loader/
+// placement.h), arena planning, allocation, constants materialized on their devices, backend
+// initialization. Either a fully loaded Method is returned or nothing is: every resource acquired
+// on the way is released on error.
+//
+// The default device map sends cuda:N to sim:N when no CUDA device is present, so every program
+// runs on any machine. A declared device neither present nor mapped is a load error.
+//
+// Thread safety: configure (ops(), RegisterBackend) before loading; LoadMethod may then be called
+// from several threads on distinct programs only if no method executes concurrently on the same
+// device (devices are used by one thread at a time).
+#ifndef FERRY_RUNTIME_RUNTIME_H_
+#define FERRY_RUNTIME_RUNTIME_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kernels/op_registry.h"
+#include "loader/program.h"
+#include "memory/device.h"
+#include "memory/device_registry.h"
+#include "runtime/backend.h"
+#include "runtime/method.h"
+
+namespace ferry {
+
+struct RuntimeOptions {
+  bool sim_guard = true;    // guard sim device memory outside device scopes
+  int num_sim_devices = 4;  // sim:0 .. sim:(n-1)
+  bool use_cuda = true;     // discover CUDA devices (when built with CUDA)
+};
+
+struct LoadOptions {
+  bool skip_h2d_for_method_inputs = false;
+  bool skip_d2h_for_method_outputs = false;
+  bool error_on_per_call_copies = false;
+  // Declared device -> device used; nullopt: the runtime's default map.
+  std::optional<absl::flat_hash_map<Device, Device>> device_map;
+};
+
+class Runtime {
+ public:
+  Runtime();
+  explicit Runtime(const RuntimeOptions& options);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // The op registry methods are loaded with; register application ops here.
+  OpRegistry& ops() { return ops_; }
+  const OpRegistry& ops() const { return ops_; }
+
+  // AlreadyExists when a backend of that name is registered.
+  absl::Status RegisterBackend(std::unique_ptr<Backend> backend);
+  const Backend* FindBackend(absl::string_view name) const;
+
+  DeviceRegistry& devices() { return *devices_; }
+  const DeviceRegistry& devices() const { return *devices_; }
+  const absl::flat_hash_map<Device, Device>& default_device_map() const { return default_map_; }
+
+  absl::StatusOr<std::unique_ptr<Method>> LoadMethod(const Program& program,
+                                                     absl::string_view method_name,
+                                                     const LoadOptions& options = {}) const;
+  // The same for a method already in hand (its spans must outlive the Method).
+  absl::StatusOr<std::unique_ptr<Method>> LoadMethod(const MethodDef& method,
+                                                     const LoadOptions& options = {}) const;
+
+ private:
+  OpRegistry ops_;
+  std::unique_ptr<DeviceRegistry> devices_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Backend>> backends_;
+  absl::flat_hash_map<Device, Device> default_map_;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_RUNTIME_RUNTIME_H_

@@ -1,0 +1,55 @@
+// TensorView: a tensor the caller hands to a method, or reads from it, with the device its memory
+// is on. It does not own memory.
+//
+//   std::vector<float> a(4);
+//   method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 2}, a.data()));
+//   TensorView out = method->Output(0);      // out.device(), out.data_as<float>()
+#ifndef FERRY_RUNTIME_TENSOR_VIEW_H_
+#define FERRY_RUNTIME_TENSOR_VIEW_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "kernels/tensor.h"
+#include "memory/device.h"
+
+namespace ferry {
+
+class TensorView {
+ public:
+  TensorView() = default;
+  // A dense row-major tensor at `data` on `device`.
+  TensorView(DType dtype, absl::Span<const int64_t> sizes, void* data, Device device)
+      : ref_(TensorRef::Contiguous(dtype, sizes, data)), device_(device) {}
+  TensorView(const TensorRef& ref, Device device) : ref_(ref), device_(device) {}
+
+  static TensorView Host(DType dtype, absl::Span<const int64_t> sizes, void* data) {
+    return TensorView(dtype, sizes, data, Device::Host());
+  }
+
+  DType dtype() const { return ref_.dtype; }
+  absl::Span<const int64_t> sizes() const {
+    return absl::Span<const int64_t>(ref_.sizes.data(), ref_.rank);
+  }
+  absl::Span<const int64_t> strides() const {
+    return absl::Span<const int64_t>(ref_.strides.data(), ref_.rank);
+  }
+  int64_t numel() const { return ref_.numel(); }
+  size_t nbytes() const { return ref_.nbytes(); }
+  void* data() const { return ref_.data; }
+  template <typename T>
+  T* data_as() const {
+    return static_cast<T*>(ref_.data);
+  }
+  const Device& device() const { return device_; }
+  const TensorRef& ref() const { return ref_; }
+
+ private:
+  TensorRef ref_;
+  Device device_;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_RUNTIME_TENSOR_VIEW_H_

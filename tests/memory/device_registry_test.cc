@@ -1,0 +1,102 @@
+#include "memory/device_registry.h"
+
+#include <memory>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "memory/host_device.h"
+#include "memory/sim_device.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+DeviceRegistryOptions NoCuda() {
+  DeviceRegistryOptions options;
+  options.use_cuda = false;
+  return options;
+}
+
+TEST(DeviceRegistryTest, DefaultHasHostAndFourSimDevices) {
+  std::unique_ptr<DeviceRegistry> registry = DeviceRegistry::CreateDefault(NoCuda());
+  EXPECT_THAT(registry->devices(), ElementsAre(Device::Host(), Device::Sim(0), Device::Sim(1),
+                                               Device::Sim(2), Device::Sim(3)));
+  EXPECT_FALSE(registry->HasCuda());
+  for (const Device& d : registry->devices()) {
+    DeviceRuntime* runtime = registry->Find(d);
+    ASSERT_NE(runtime, nullptr) << d.ToString();
+    EXPECT_EQ(runtime->device(), d);
+  }
+  EXPECT_EQ(registry->Find(Device::Sim(4)), nullptr);
+  EXPECT_EQ(registry->Find(Device::Cuda(0)), nullptr);
+  // Sim devices are guarded by default and allocate nothing until used.
+  SimDevice* sim = AsSimDevice(registry->Find(Device::Sim(0)));
+  ASSERT_NE(sim, nullptr);
+  EXPECT_TRUE(sim->guarded());
+  EXPECT_EQ(sim->live_allocations(), 0u);
+}
+
+TEST(DeviceRegistryTest, OptionsChooseSimCountAndGuard) {
+  DeviceRegistryOptions options = NoCuda();
+  options.num_sim_devices = 2;
+  options.sim_guard = false;
+  std::unique_ptr<DeviceRegistry> registry = DeviceRegistry::CreateDefault(options);
+  EXPECT_THAT(registry->devices(), ElementsAre(Device::Host(), Device::Sim(0), Device::Sim(1)));
+  SimDevice* sim = AsSimDevice(registry->Find(Device::Sim(1)));
+  ASSERT_NE(sim, nullptr);
+  EXPECT_FALSE(sim->guarded());
+
+  options.num_sim_devices = 0;
+  EXPECT_THAT(DeviceRegistry::CreateDefault(options)->devices(), ElementsAre(Device::Host()));
+}
+
+TEST(DeviceRegistryTest, AddKeepsDevicesSortedAndRefusesDuplicates) {
+  DeviceRegistry registry;
+  EXPECT_TRUE(registry.devices().empty());
+  ASSERT_OK(registry.Add(std::make_unique<SimDevice>(3)));
+  ASSERT_OK(registry.Add(std::make_unique<HostDevice>()));
+  ASSERT_OK(registry.Add(std::make_unique<SimDevice>(1)));
+  EXPECT_THAT(registry.devices(), ElementsAre(Device::Host(), Device::Sim(1), Device::Sim(3)));
+  DeviceRuntime* first = registry.Find(Device::Sim(1));
+  EXPECT_THAT(registry.Add(std::make_unique<SimDevice>(1)),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("sim:1")));
+  EXPECT_EQ(registry.Find(Device::Sim(1)), first);  // the original stays
+  EXPECT_THAT(registry.Add(nullptr), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("")));
+  EXPECT_EQ(registry.devices().size(), 3u);
+}
+
+TEST(DeviceRegistryTest, HasCudaWhenACudaRuntimeIsAdded) {
+  // A stand-in CUDA runtime: the registry only looks at device().
+  class FakeCuda final : public DeviceRuntime {
+   public:
+    Device device() const override { return Device::Cuda(0); }
+    absl::StatusOr<void*> Allocate(size_t, size_t) override {
+      return absl::UnimplementedError("");
+    }
+    void Free(void*) override {}
+    bool Owns(const void*, size_t) const override { return false; }
+    absl::Status CopyHostToDevice(void*, const void*, size_t) override { return {}; }
+    absl::Status CopyDeviceToHost(void*, const void*, size_t) override { return {}; }
+    absl::Status CopyDeviceToDevice(void*, const void*, size_t) override { return {}; }
+    absl::Status CopyHostStridedToDevice(void*, const void*, const StridedLayout&) override {
+      return {};
+    }
+    absl::Status CopyFromPeer(void*, DeviceRuntime&, const void*, size_t) override { return {}; }
+    absl::Status Zero(void*, size_t) override { return {}; }
+    absl::Status Synchronize() override { return {}; }
+    DeviceCounters counters() const override { return {}; }
+    void ResetCounters() override {}
+  };
+  std::unique_ptr<DeviceRegistry> registry = DeviceRegistry::CreateDefault(NoCuda());
+  ASSERT_OK(registry->Add(std::make_unique<FakeCuda>()));
+  EXPECT_TRUE(registry->HasCuda());
+  EXPECT_EQ(registry->devices().back(), Device::Cuda(0));
+}
+
+}  // namespace
+}  // namespace ferry

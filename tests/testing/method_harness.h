@@ -1,0 +1,210 @@
+// Loading, running and inspecting methods in tests.
+//
+//   ProgramBuilder pb;
+//   MethodBuilder& m = pb.AddMethod("forward");
+//   ...
+//   MethodHarness h(pb);                       // builds, serializes and verifies the program
+//   ASSERT_OK_AND_ASSIGN(auto method, h.Load(options));
+//   EXPECT_THAT(PerCallCopies(*method), ElementsAre(...));
+//   ASSERT_OK_AND_ASSIGN(auto outputs, h.Run(*method, 2));
+//   ASSERT_OK_AND_ASSIGN(auto host, h.RunAllHost(2));
+//   EXPECT_EQ(outputs, host);                  // P14
+//
+// Inputs are deterministic per input position; inputs the plan expects on a device are placed in
+// that device's memory (as a caller keeping tensors there would do). Outputs are read back to the
+// host from wherever the plan returns them.
+#ifndef FERRY_TESTS_TESTING_METHOD_HARNESS_H_
+#define FERRY_TESTS_TESTING_METHOD_HARNESS_H_
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "loader/program.h"
+#include "loader/program_builder.h"
+#include "memory/device_buffer.h"
+#include "memory/status_macros.h"
+#include "runtime/runtime.h"
+
+namespace ferry::testing {
+
+// (direction, value name, source device, destination device, bytes), one per copy.
+using CopyRow = std::tuple<std::string, std::string, std::string, std::string, size_t>;
+
+inline std::vector<CopyRow> Copies(const Method& method, CopyTiming timing) {
+  std::vector<CopyRow> rows;
+  for (const CopyStep& c : method.plan().placement.copies) {
+    if (c.timing != timing) continue;
+    rows.emplace_back(CopyDirectionName(c.direction), method.def().values[c.value].name,
+                      c.src_device.ToString(), c.dst_device.ToString(), c.bytes);
+  }
+  return rows;
+}
+inline std::vector<CopyRow> PerCallCopies(const Method& m) { return Copies(m, CopyTiming::kPerCall); }
+inline std::vector<CopyRow> OnceCopies(const Method& m) { return Copies(m, CopyTiming::kOnce); }
+
+inline std::vector<std::string> Warnings(const Method& method) {
+  std::vector<std::string> out;
+  for (const Diagnostic& d : method.plan().placement.diagnostics) {
+    if (d.severity == Diagnostic::Severity::kWarning) out.push_back(d.message);
+  }
+  return out;
+}
+
+// Deterministic input element j of input i: floats in [-1, 1], int64 in [0, 2).
+inline double InputValue(size_t i, size_t j, DType dtype) {
+  if (dtype == DType::kInt64) return static_cast<double>((i + j) % 2);
+  return std::sin(0.7 * static_cast<double>(j) + 1.3 * static_cast<double>(i) + 0.25);
+}
+
+class MethodHarness {
+ public:
+  explicit MethodHarness(const ProgramBuilder& builder, RuntimeOptions options = {})
+      : runtime_(std::make_unique<Runtime>(options)) {
+    absl::StatusOr<std::vector<uint8_t>> bytes = builder.Build();
+    if (!bytes.ok()) {
+      status_ = bytes.status();
+      return;
+    }
+    bytes_ = *std::move(bytes);
+    absl::StatusOr<std::unique_ptr<Program>> program = Program::FromBytes(bytes_);
+    if (!program.ok()) {
+      status_ = program.status();
+      return;
+    }
+    program_ = *std::move(program);
+  }
+
+  const absl::Status& status() const { return status_; }
+  Runtime& runtime() { return *runtime_; }
+  const Program& program() const { return *program_; }
+
+  absl::StatusOr<std::unique_ptr<Method>> Load(const LoadOptions& options = {},
+                                               const std::string& name = "forward") {
+    FERRY_RETURN_IF_ERROR(status_);
+    return runtime_->LoadMethod(*program_, name, options);
+  }
+
+  // Binds deterministic inputs (on the devices the plan names) and executes `calls` times;
+  // returns each output of the last call as doubles, read back to the host.
+  absl::StatusOr<std::vector<std::vector<double>>> Run(Method& method, int calls = 1) {
+    FERRY_RETURN_IF_ERROR(BindInputs(method));
+    for (int c = 0; c < calls; ++c) FERRY_RETURN_IF_ERROR(method.Execute());
+    return ReadOutputs(method);
+  }
+
+  // The same method loaded with every device mapped to the host: the reference run of P14.
+  absl::StatusOr<std::vector<std::vector<double>>> RunAllHost(int calls = 1,
+                                                               const std::string& name = "forward") {
+    LoadOptions options;
+    absl::flat_hash_map<Device, Device> map;
+    for (int i = 0; i < 8; ++i) {
+      map[Device::Cuda(i)] = Device::Host();
+      map[Device::Sim(i)] = Device::Host();
+    }
+    options.device_map = map;
+    FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Method> method, Load(options, name));
+    for (const NodePlacement& n : method->plan().placement.nodes) {
+      if (!n.device.is_host()) return absl::InternalError("all-host run placed a node off the host");
+    }
+    return Run(*method, calls);
+  }
+
+  absl::Status BindInputs(Method& method) {
+    inputs_.clear();
+    device_inputs_.clear();
+    const MethodPlan& plan = method.plan();
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+      const IoInfo& io = plan.inputs[i];
+      std::vector<uint8_t> bytes(io.bytes);
+      const size_t count = io.bytes / DTypeSize(io.dtype);
+      for (size_t j = 0; j < count; ++j) {
+        double v = InputValue(i, j, io.dtype);
+        if (io.dtype == DType::kFloat32) {
+          float f = static_cast<float>(v);
+          std::memcpy(bytes.data() + 4 * j, &f, 4);
+        } else {
+          int64_t n = static_cast<int64_t>(v);
+          std::memcpy(bytes.data() + 8 * j, &n, 8);
+        }
+      }
+      inputs_.push_back(std::move(bytes));
+      void* data = inputs_.back().data();
+      if (!io.device.is_host()) {
+        DeviceRuntime* device = runtime_->devices().Find(io.device);
+        FERRY_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(*device, io.bytes, 64));
+        FERRY_RETURN_IF_ERROR(device->CopyHostToDevice(buffer.data(), data, io.bytes));
+        FERRY_RETURN_IF_ERROR(device->Synchronize());
+        data = buffer.data();
+        device_inputs_.push_back(std::move(buffer));
+      }
+      FERRY_RETURN_IF_ERROR(method.SetInput(i, TensorView(io.dtype, io.sizes, data, io.device)));
+    }
+    // The set-up copies above are the harness's, not the method's.
+    for (const Device& d : runtime_->devices().devices()) runtime_->devices().Find(d)->ResetCounters();
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<std::vector<double>>> ReadOutputs(const Method& method) {
+    std::vector<std::vector<double>> outputs;
+    for (size_t i = 0; i < method.num_outputs(); ++i) {
+      TensorView out = method.Output(i);
+      std::vector<uint8_t> bytes(out.nbytes());
+      if (out.device().is_host()) {
+        std::memcpy(bytes.data(), out.data(), bytes.size());
+      } else {
+        DeviceRuntime* device = runtime_->devices().Find(out.device());
+        FERRY_RETURN_IF_ERROR(device->CopyDeviceToHost(bytes.data(), out.data(), bytes.size()));
+        FERRY_RETURN_IF_ERROR(device->Synchronize());
+      }
+      std::vector<double> values(out.numel());
+      for (size_t j = 0; j < values.size(); ++j) {
+        if (out.dtype() == DType::kFloat32) {
+          float f;
+          std::memcpy(&f, bytes.data() + 4 * j, 4);
+          values[j] = f;
+        } else {
+          int64_t n;
+          std::memcpy(&n, bytes.data() + 8 * j, 8);
+          values[j] = static_cast<double>(n);
+        }
+      }
+      outputs.push_back(std::move(values));
+    }
+    return outputs;
+  }
+
+  // Total per-device copy counts since the inputs were bound.
+  DeviceCounters Counters() const {
+    DeviceCounters total;
+    for (const Device& d : runtime_->devices().devices()) {
+      if (d.is_host()) continue;
+      DeviceCounters c = runtime_->devices().Find(d)->counters();
+      total.h2d_copies += c.h2d_copies;
+      total.h2d_bytes += c.h2d_bytes;
+      total.d2h_copies += c.d2h_copies;
+      total.d2h_bytes += c.d2h_bytes;
+      total.d2d_copies += c.d2d_copies;
+      total.d2d_bytes += c.d2d_bytes;
+    }
+    return total;
+  }
+
+ private:
+  std::unique_ptr<Runtime> runtime_;
+  absl::Status status_;
+  std::vector<uint8_t> bytes_;
+  std::unique_ptr<Program> program_;
+  std::vector<std::vector<uint8_t>> inputs_;
+  std::vector<DeviceBuffer> device_inputs_;
+};
+
+}  // namespace ferry::testing
+
+#endif  // FERRY_TESTS_TESTING_METHOD_HARNESS_H_
