@@ -121,31 +121,24 @@ absl::Status BinaryInfer(absl::Span<const OpArg> args, absl::Span<InferredResult
   return absl::OkStatus();
 }
 
+// The strided paths live out of line so that the fast paths compile to a small function with
+// few saved registers: at 16 elements the call overhead is most of the cost.
 template <typename Op, typename T>
-void BinaryLoop(const TensorRef& out, const TensorRef& a, const OpArg& rhs) {
+[[gnu::noinline]] void BinaryScalarStrided(const TensorRef& out, const TensorRef& a, T s) {
   T* o = out.data_as<T>();
   const T* x = a.data_as<const T>();
-  const bool fast = IsContiguousFast(out) && IsContiguousFast(a) && SameSizes(out, a);
   int64_t a_strides[kMaxRank];
-  if (rhs.scalar != nullptr) {
-    const T s = ScalarAs<T>(*rhs.scalar);
-    if (fast) {
-      const int64_t n = out.numel();
-      for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i], s);
-      return;
-    }
-    BroadcastStrides(a, out.rank, out.sizes.data(), a_strides);
-    ForEachOffset<2>(out.rank, out.sizes.data(), {out.strides.data(), a_strides},
-                     [&](const std::array<int64_t, 2>& off) { o[off[0]] = Op::Apply(x[off[1]], s); });
-    return;
-  }
-  const TensorRef& b = *rhs.tensor;
+  BroadcastStrides(a, out.rank, out.sizes.data(), a_strides);
+  ForEachOffset<2>(out.rank, out.sizes.data(), {out.strides.data(), a_strides},
+                   [&](const std::array<int64_t, 2>& off) { o[off[0]] = Op::Apply(x[off[1]], s); });
+}
+
+template <typename Op, typename T>
+[[gnu::noinline]] void BinaryStrided(const TensorRef& out, const TensorRef& a, const TensorRef& b) {
+  T* o = out.data_as<T>();
+  const T* x = a.data_as<const T>();
   const T* y = b.data_as<const T>();
-  if (fast && IsContiguousFast(b) && SameSizes(out, b)) {
-    const int64_t n = out.numel();
-    for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i], y[i]);
-    return;
-  }
+  int64_t a_strides[kMaxRank];
   int64_t b_strides[kMaxRank];
   BroadcastStrides(a, out.rank, out.sizes.data(), a_strides);
   BroadcastStrides(b, out.rank, out.sizes.data(), b_strides);
@@ -153,6 +146,24 @@ void BinaryLoop(const TensorRef& out, const TensorRef& a, const OpArg& rhs) {
                    [&](const std::array<int64_t, 3>& off) {
                      o[off[0]] = Op::Apply(x[off[1]], y[off[2]]);
                    });
+}
+
+template <typename Op, typename T>
+void BinaryLoop(const TensorRef& out, const TensorRef& a, const OpArg& rhs) {
+  T* o = out.data_as<T>();
+  const T* x = a.data_as<const T>();
+  const int64_t n = ContiguousNumel(out);
+  const bool fast = n >= 0 && ContiguousNumel(a) == n;
+  if (rhs.scalar != nullptr) {
+    const T s = ScalarAs<T>(*rhs.scalar);
+    if (!fast) return BinaryScalarStrided<Op, T>(out, a, s);
+    for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i], s);
+    return;
+  }
+  const TensorRef& b = *rhs.tensor;
+  if (!fast || ContiguousNumel(b) != n) return BinaryStrided<Op, T>(out, a, b);
+  const T* y = b.data_as<const T>();
+  for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i], y[i]);
 }
 
 template <typename Op>
@@ -234,16 +245,20 @@ absl::Status UnaryInfer(absl::Span<const OpArg> args, absl::Span<InferredResult>
 }
 
 template <typename Op, typename T>
-void UnaryLoop(const TensorRef& out, const TensorRef& a) {
+[[gnu::noinline]] void UnaryStrided(const TensorRef& out, const TensorRef& a) {
   T* o = out.data_as<T>();
   const T* x = a.data_as<const T>();
-  if (IsContiguousFast(out) && IsContiguousFast(a)) {
-    const int64_t n = out.numel();
-    for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i]);
-    return;
-  }
   ForEachOffset<2>(out.rank, out.sizes.data(), {out.strides.data(), a.strides.data()},
                    [&](const std::array<int64_t, 2>& off) { o[off[0]] = Op::Apply(x[off[1]]); });
+}
+
+template <typename Op, typename T>
+void UnaryLoop(const TensorRef& out, const TensorRef& a) {
+  const int64_t n = ContiguousNumel(out);
+  if (n < 0 || ContiguousNumel(a) != n) return UnaryStrided<Op, T>(out, a);
+  T* o = out.data_as<T>();
+  const T* x = a.data_as<const T>();
+  for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i]);
 }
 
 template <typename Op>

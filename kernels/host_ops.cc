@@ -1,3 +1,31 @@
+// The built-in host op set. Names and argument conventions are a contract that programs, the
+// program builder and the conformance cases rely on. "t" is a tensor argument; "int", "double",
+// "intlist" are Scalar arguments; a number accepts kInt, kDouble or kBool. Dtypes are float32 and
+// int64 unless noted. Functional results are row-major contiguous.
+//
+//   add|sub|mul|div|maximum|minimum(t a, t b | number)   NumPy broadcasting, same dtype; div float32
+//   add_|sub_|mul_|div_|maximum_|minimum_(t a, t b | number)
+//                                        writes a; result is a view of a; b broadcasts to a
+//   relu|neg|abs(t)                      float32 and int64
+//   exp|log|sin|cos|tanh|sigmoid|silu|gelu|sqrt|rsqrt(t)   float32; gelu is the erf form
+//   <unary>_(t)                          in place: writes arg 0, result is a view of it
+//   fill_(t, number)                     in place
+//   copy_(t dst, t src)                  in place; src same dtype, broadcasts to dst
+//   matmul(t a, t b)                     float32; [..., m, k] x [..., k, n], batch broadcasting
+//   linear(t x, t w[, t bias])           float32; x [..., in], w [out, in], bias [out]
+//   softmax(t x, int dim)                float32; subtracts the row max
+//   rms_norm(t x, t weight, number eps)  float32; over the last dim
+//   view(t, intlist)                     view; one -1; load error when the strides do not allow it
+//   transpose(t, int, int), permute(t, intlist), unsqueeze(t, int), squeeze(t, int)     views
+//   slice(t, int dim, int start, int end, int step)  view; PyTorch clamping, step >= 1
+//   expand(t, intlist)                   view with 0 strides; -1 keeps a size
+//   reshape(t, intlist), clone(t)        copies (reshape always copies)
+//   cat(int dim, t, t, ...)              same dtype, sizes equal except on dim
+//   sym_size(t, int dim)                 reads only t's shape; int64 rank-0 result
+//   index_put_(t self, t indices, t values)
+//                                        writes self; indices int64 [n]; values broadcast to
+//                                        [n, self.sizes[1:]...]; an out-of-range index is a
+//                                        run-time InvalidArgument and nothing is written
 #include "kernels/internal/host_ops.h"
 #include "kernels/op_registry.h"
 #include "memory/status_macros.h"

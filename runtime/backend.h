@@ -75,7 +75,8 @@ class Backend {
 
 // The built-in graph backend ("graph"): its payload is a serialized Ferry program whose method
 // "main" takes the delegate's arguments and returns its results; it runs that sub-graph with the
-// registered host kernels on the host and on sim devices (inside the device scope).
+// registered host kernels on the host and on sim devices (inside the device scope), and with the
+// CUDA kernels of kernels/cuda/ on CUDA devices when Ferry is built with CUDA.
 std::unique_ptr<Backend> MakeGraphBackend();
 
 }  // namespace ferry

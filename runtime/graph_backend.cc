@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "loader/program.h"
 #include "loader/program_builder.h"
 #include "memory/device_buffer.h"
@@ -36,6 +37,7 @@ class GraphInstance : public DelegateInstance {
     std::unique_ptr<GraphInstance> g(new GraphInstance());
     g->device_runtime_ = init.device_runtime;
     g->check_ownership_ = init.device.type == DeviceType::kSim;
+    g->on_cuda_ = init.device.type == DeviceType::kCuda;
     FERRY_ASSIGN_OR_RETURN(g->program_, Program::FromBytes(init.payload));
     FERRY_ASSIGN_OR_RETURN(const MethodDef* main, g->program_->method("main"));
     FERRY_RETURN_IF_ERROR(g->Compile(*main, init));
@@ -59,6 +61,7 @@ class GraphInstance : public DelegateInstance {
       refs_[ref].data = static_cast<char*>(scratch) + offset;
     }
     for (const auto& [ref, result] : bound_outputs_) refs_[ref].data = results[result]->data;
+    if (on_cuda_) SetCurrentCudaStream(device_runtime_->native_stream());
     for (const internal::HostStep& step : tables_.steps()) {
       FERRY_RETURN_IF_ERROR(internal::RunHostStep(step));
     }
@@ -238,8 +241,17 @@ class GraphInstance : public DelegateInstance {
       scratch_refs_.emplace_back(request_value[i], plan.offsets[i]);
     }
     for (size_t n = 0; n < main.nodes.size(); ++n) {
-      tables_.Add(*node_refs[n].schema, node_refs[n].args, node_refs[n].results,
-                  pending_views[n]);
+      const OpSchema& schema = *node_refs[n].schema;
+      KernelFn kernel = schema.kernel;
+      if (on_cuda_ && kernel != nullptr) {
+        kernel = FindCudaKernel(schema.name);
+        if (kernel == nullptr) {
+          return absl::UnimplementedError(absl::StrCat("sub-graph node ", n, " (",
+                                                       main.nodes[n].name, "): op \"",
+                                                       schema.name, "\" has no CUDA kernel"));
+        }
+      }
+      tables_.Add(schema, node_refs[n].args, node_refs[n].results, pending_views[n], kernel);
     }
     tables_.Finalize();
     if (!copied_outputs_.empty()) {
@@ -248,13 +260,17 @@ class GraphInstance : public DelegateInstance {
         return absl::UnimplementedError(
             "the sub-graph returns a view, an input or a constant, which needs the op \"copy_\"");
       }
-      copy_kernel_ = copy->kernel;
+      copy_kernel_ = on_cuda_ ? FindCudaKernel("copy_") : copy->kernel;
+      if (copy_kernel_ == nullptr) {
+        return absl::UnimplementedError("op \"copy_\" has no CUDA kernel");
+      }
     }
     return absl::OkStatus();
   }
 
   DeviceRuntime* device_runtime_ = nullptr;
   bool check_ownership_ = false;
+  bool on_cuda_ = false;
   std::unique_ptr<Program> program_;
   std::vector<TensorRef> refs_;  // per sub-graph value; never resized after Compile
   std::vector<ValueId> input_refs_;
@@ -273,7 +289,8 @@ class GraphBackend : public Backend {
  public:
   absl::string_view name() const override { return kGraphBackendName; }
   bool SupportsDevice(DeviceType type) const override {
-    return type == DeviceType::kHost || type == DeviceType::kSim;
+    return type == DeviceType::kHost || type == DeviceType::kSim ||
+           (type == DeviceType::kCuda && HaveCudaKernels());
   }
   absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
     FERRY_ASSIGN_OR_RETURN(std::unique_ptr<GraphInstance> instance, GraphInstance::Create(init));

@@ -1,6 +1,9 @@
 #include "runtime/method.h"
 
 #include <algorithm>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -50,6 +53,21 @@ std::string DeviceLabel(const Device& device, const absl::flat_hash_map<Device, 
   if (declared.empty()) return device.ToString();
   std::sort(declared.begin(), declared.end());
   return absl::StrCat(declared.front().ToString(), " (as ", device.ToString(), ")");
+}
+
+// Asks the kernel to reclaim the whole pages of [data, data + bytes). MADV_PAGEOUT drops clean
+// file-backed pages (a mapped program) and leaves anonymous memory without swap alone; it never
+// changes what the memory reads.
+void ReleaseCopiedPages(const void* data, size_t bytes) {
+#ifdef MADV_PAGEOUT
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)data;
+  (void)bytes;
+#endif
 }
 
 }  // namespace
@@ -372,12 +390,18 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
     }
   }
 
-  // 7. Load-time copies: state initial data and constant replicas.
+  // 7. Load-time copies: state initial data and constant replicas. Program pages already copied
+  // are handed back to the kernel (a hint that never changes contents), so materializing large
+  // constants streams through host memory instead of keeping the program resident twice.
   for (int32_t i : plan.load_copies) {
     absl::Status s = RunCopy(impl->copies_[i]);
     if (!s.ok()) {
       return absl::Status(s.code(), absl::StrCat(mctx, ": load-time copy ", i, " (",
                                                  plan.copies[i].reason, "): ", s.message()));
+    }
+    if (plan.buffers[plan.copies[i].src_buffer].kind == BufferKind::kProgramData) {
+      FERRY_RETURN_IF_ERROR(rt.devices().Find(plan.copies[i].dst_device)->Synchronize());
+      ReleaseCopiedPages(impl->copies_[i].src->data, plan.copies[i].bytes);
     }
   }
   for (const Device& device : devices) {

@@ -575,7 +575,9 @@ absl::Status GatherIndices(const int64_t* idx, int64_t stride, int64_t start, in
   return absl::OkStatus();
 }
 
-// self[wrap(idx[i]), rest...] = values[i, rest...] (values under broadcast strides).
+// self[wrap(idx[i]), rest...] = values[i, rest...] (values under broadcast strides). Rows run in
+// parallel, so with duplicate indices which value lands is unspecified (the host kernel keeps the
+// last; PyTorch leaves it undefined).
 template <typename T>
 __global__ void IndexPutRows(T* self, const T* values, const int64_t* idx, int64_t istride,
                              int64_t size0, int64_t self_stride0, int64_t values_stride0,

@@ -123,6 +123,18 @@ inline bool IsContiguousFast(const TensorRef& t) {
   return true;
 }
 
+// numel when `t` is row-major contiguous, else -1: one pass for the fast-path test. An operand
+// that broadcasts to a result with as many elements as the result has no broadcast dimension, so a
+// contiguous one with the result's numel is read in the result's element order.
+inline int64_t ContiguousNumel(const TensorRef& t) {
+  int64_t expected = 1;
+  for (int i = t.rank - 1; i >= 0; --i) {
+    if (t.sizes[i] != 1 && t.strides[i] != expected) return -1;
+    expected *= t.sizes[i];
+  }
+  return expected;
+}
+
 inline bool SameSizes(const TensorRef& a, const TensorRef& b) {
   if (a.rank != b.rank) return false;
   for (int i = 0; i < a.rank; ++i) {

@@ -201,6 +201,18 @@ absl::Status CudaDevice::CopyFromPeer(void* dst, DeviceRuntime& peer, const void
   return absl::OkStatus();
 }
 
+absl::StatusOr<void*> CudaDevice::AllocatePinnedHost(size_t bytes) {
+  void* p = nullptr;
+  FERRY_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  return p;
+}
+
+void CudaDevice::FreePinnedHost(void* ptr) {
+  if (ptr != nullptr) cudaFreeHost(ptr);
+}
+
+void CudaDevice::EnterScope() { cudaSetDevice(index_); }
+
 absl::Status CudaDevice::Zero(void* dst, size_t bytes) {
   FERRY_RETURN_IF_ERROR(Activate());
   FERRY_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, bytes, AsStream(stream_)));

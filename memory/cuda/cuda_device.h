@@ -43,6 +43,12 @@ class CudaDevice : public DeviceRuntime {
   void ResetCounters() override;
 
   void* native_stream() const override { return stream_; }
+  // Page-locked host memory (cudaHostAlloc): copies from and to it go straight to the DMA engine.
+  absl::StatusOr<void*> AllocatePinnedHost(size_t bytes);
+  void FreePinnedHost(void* ptr);
+  // Makes this device current for the calling thread, so kernels launched inside the scope (on
+  // native_stream()) run on it.
+  void EnterScope() override;
 
  private:
   CudaDevice(int32_t index, void* stream) : index_(index), stream_(stream) {}

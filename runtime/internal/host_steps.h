@@ -59,10 +59,12 @@ class HostStepTables {
   };
 
   // Appends a step; returns its index.
+  // `kernel` replaces the schema's host kernel (a device kernel of the same op).
   size_t Add(const OpSchema& schema, absl::Span<const OpArg> args,
-             absl::Span<TensorRef* const> results, absl::Span<const ViewFixup> views) {
+             absl::Span<TensorRef* const> results, absl::Span<const ViewFixup> views,
+             KernelFn kernel) {
     Pending p;
-    p.kernel = schema.kernel;
+    p.kernel = kernel;
     p.args_begin = args_.size();
     p.num_args = args.size();
     args_.insert(args_.end(), args.begin(), args.end());
@@ -91,6 +93,11 @@ class HostStepTables {
       s.num_views = static_cast<uint32_t>(p.num_views);
       steps_.push_back(s);
     }
+  }
+
+  size_t Add(const OpSchema& schema, absl::Span<const OpArg> args,
+             absl::Span<TensorRef* const> results, absl::Span<const ViewFixup> views) {
+    return Add(schema, args, results, views, schema.kernel);
   }
 
   const std::vector<HostStep>& steps() const { return steps_; }

@@ -18,6 +18,9 @@
 #include "tests/testing/method_harness.h"
 #include "tests/testing/status_matchers.h"
 
+// The replacement operator new below counts allocations; its malloc/free pairing is deliberate.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocations{0};
