@@ -44,6 +44,16 @@ struct DeviceCounters {
   uint64_t d2d_bytes = 0;
   uint64_t allocations = 0;
   uint64_t allocated_bytes = 0;  // currently allocated
+
+  // Adds the copy counts and bytes of `other` (not its allocation figures).
+  void AddCopies(const DeviceCounters& other) {
+    h2d_copies += other.h2d_copies;
+    h2d_bytes += other.h2d_bytes;
+    d2h_copies += other.d2h_copies;
+    d2h_bytes += other.d2h_bytes;
+    d2d_copies += other.d2d_copies;
+    d2d_bytes += other.d2d_bytes;
+  }
 };
 
 // A strided host-side source: `rank` sizes and strides, in elements of `element_size` bytes.

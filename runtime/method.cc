@@ -76,6 +76,8 @@ absl::Status RunCopy(const CopyExec& c) {
   if (c.bytes == 0) return absl::OkStatus();
   switch (c.direction) {
     case CopyDirection::kHostToDevice:
+    case CopyDirection::kHostToHost:
+      // A host destination is host memory to the host runtime, so both go the same way.
       if (c.strided) {
         StridedLayout layout;
         layout.rank = c.rank;
@@ -83,6 +85,10 @@ absl::Status RunCopy(const CopyExec& c) {
         layout.strides = c.strides.data();
         layout.element_size = c.src->element_size();
         return c.dst_runtime->CopyHostStridedToDevice(c.dst->data, c.src->data, layout);
+      }
+      if (c.direction == CopyDirection::kHostToHost) {
+        std::memcpy(c.dst->data, c.src->data, c.bytes);
+        return absl::OkStatus();
       }
       return c.dst_runtime->CopyHostToDevice(c.dst->data, c.src->data, c.bytes);
     case CopyDirection::kDeviceToHost:
@@ -92,17 +98,6 @@ absl::Status RunCopy(const CopyExec& c) {
         return c.dst_runtime->CopyDeviceToDevice(c.dst->data, c.src->data, c.bytes);
       }
       return c.dst_runtime->CopyFromPeer(c.dst->data, *c.src_runtime, c.src->data, c.bytes);
-    case CopyDirection::kHostToHost:
-      if (c.strided) {
-        StridedLayout layout;
-        layout.rank = c.rank;
-        layout.sizes = c.sizes.data();
-        layout.strides = c.strides.data();
-        layout.element_size = c.src->element_size();
-        return c.dst_runtime->CopyHostStridedToDevice(c.dst->data, c.src->data, layout);
-      }
-      std::memcpy(c.dst->data, c.src->data, c.bytes);
-      return absl::OkStatus();
   }
   return absl::InternalError("unknown copy direction");
 }

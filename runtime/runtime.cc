@@ -1,6 +1,8 @@
 #include "runtime/runtime.h"
 
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "loader/program_builder.h"
@@ -54,6 +56,34 @@ absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethod(const MethodDef& met
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<internal::MethodImpl> impl,
                          internal::MethodImpl::Load(*this, method, options));
   return std::unique_ptr<Method>(new Method(std::move(impl)));
+}
+
+absl::StatusOr<std::vector<double>> ReadValues(const Runtime& runtime, const TensorView& tensor) {
+  std::vector<uint8_t> bytes(tensor.nbytes());
+  if (tensor.device().is_host()) {
+    if (!bytes.empty()) std::memcpy(bytes.data(), tensor.data(), bytes.size());
+  } else {
+    DeviceRuntime* device = runtime.devices().Find(tensor.device());
+    if (device == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("ReadValues: device ", tensor.device().ToString(), " is not present"));
+    }
+    FERRY_RETURN_IF_ERROR(device->CopyDeviceToHost(bytes.data(), tensor.data(), bytes.size()));
+    FERRY_RETURN_IF_ERROR(device->Synchronize());
+  }
+  std::vector<double> values(tensor.numel());
+  for (size_t j = 0; j < values.size(); ++j) {
+    if (tensor.dtype() == DType::kFloat32) {
+      float f;
+      std::memcpy(&f, bytes.data() + j * 4, 4);
+      values[j] = f;
+    } else {
+      int64_t n;
+      std::memcpy(&n, bytes.data() + j * 8, 8);
+      values[j] = static_cast<double>(n);
+    }
+  }
+  return values;
 }
 
 }  // namespace ferry

@@ -86,6 +86,10 @@ class Runtime {
   absl::flat_hash_map<Device, Device> default_map_;
 };
 
+// The elements of `tensor` (dense, on the host or on a device of `runtime`) read back to the host
+// as doubles, for tools and tests. Synchronizes the tensor's device.
+absl::StatusOr<std::vector<double>> ReadValues(const Runtime& runtime, const TensorView& tensor);
+
 }  // namespace ferry
 
 #endif  // FERRY_RUNTIME_RUNTIME_H_

@@ -75,41 +75,10 @@ absl::Status FillInputs(const Options& options, const Runtime& rt, Method& metho
   return absl::OkStatus();
 }
 
-// Output values copied to the host, as doubles.
-absl::StatusOr<std::vector<double>> OutputValues(const Runtime& rt, const TensorView& out) {
-  std::vector<uint8_t> bytes(out.nbytes());
-  if (out.device().is_host()) {
-    std::memcpy(bytes.data(), out.data(), bytes.size());
-  } else {
-    DeviceRuntime* device = rt.devices().Find(out.device());
-    FERRY_RETURN_IF_ERROR(device->CopyDeviceToHost(bytes.data(), out.data(), bytes.size()));
-    FERRY_RETURN_IF_ERROR(device->Synchronize());
-  }
-  std::vector<double> values(out.numel());
-  for (size_t j = 0; j < values.size(); ++j) {
-    if (out.dtype() == DType::kFloat32) {
-      float f;
-      std::memcpy(&f, bytes.data() + j * 4, 4);
-      values[j] = f;
-    } else {
-      int64_t n;
-      std::memcpy(&n, bytes.data() + j * 8, 8);
-      values[j] = static_cast<double>(n);
-    }
-  }
-  return values;
-}
-
 DeviceCounters TotalCounters(const Runtime& rt, const std::vector<Device>& devices) {
   DeviceCounters total;
   for (const Device& d : devices) {
-    DeviceCounters c = rt.devices().Find(d)->counters();
-    total.h2d_copies += c.h2d_copies;
-    total.h2d_bytes += c.h2d_bytes;
-    total.d2h_copies += c.d2h_copies;
-    total.d2h_bytes += c.d2h_bytes;
-    total.d2d_copies += c.d2d_copies;
-    total.d2d_bytes += c.d2d_bytes;
+    total.AddCopies(rt.devices().Find(d)->counters());
   }
   return total;
 }
@@ -144,7 +113,7 @@ int Run(const Options& options, const Runtime& rt, Method& method, std::FILE* ou
                 calls, calls == 1 ? "" : "s", times.front(), times.back());
   for (size_t i = 0; i < method.num_outputs(); ++i) {
     TensorView view = method.Output(i);
-    absl::StatusOr<std::vector<double>> values = OutputValues(rt, view);
+    absl::StatusOr<std::vector<double>> values = ReadValues(rt, view);
     if (!values.ok()) return Fail(err, values.status());
     double sum = 0, lo = INFINITY, hi = -INFINITY;
     for (double v : *values) {

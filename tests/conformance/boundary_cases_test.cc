@@ -22,11 +22,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-constexpr size_t k16 = 16;
-const std::optional<std::string> kD0 = "cuda:0";
-const std::optional<std::string> kD1 = "cuda:1";
-const std::optional<std::string> kCpu = "cpu";
-const std::optional<std::string> kNone = std::nullopt;
 
 LoadOptions SkipH2d() {
   LoadOptions o;
@@ -48,19 +43,7 @@ LoadOptions Strict(LoadOptions o) {
   return o;
 }
 
-void ExpectSameAsHost(MethodHarness& h, Method& method, int calls = 1) {
-  ASSERT_OK_AND_ASSIGN(auto placed, h.Run(method, calls));
-  ASSERT_OK_AND_ASSIGN(auto host, h.RunAllHost(calls));
-  EXPECT_EQ(placed, host);
-}
 
-struct Fixture {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId a = m.Input("a", DType::kFloat32, {2, 2});
-  ValueId b = m.Input("b", DType::kFloat32, {2, 2});
-  ValueId c = m.Input("c", DType::kFloat32, {2, 2});
-};
 
 // ---- Outputs (P8) ------------------------------------------------------------------------------
 

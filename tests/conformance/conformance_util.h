@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "loader/program_builder.h"
 #include "tests/testing/method_harness.h"
+#include "tests/testing/status_matchers.h"
 
 namespace ferry::testing {
 
@@ -29,6 +31,29 @@ inline ValueId Call(MethodBuilder& m, std::optional<std::string> device, const s
   options.name = name;
   std::vector<ValueId> r = m.GraphDelegate(std::move(device), std::move(args), AddAll, options);
   return r.empty() ? -1 : r[0];
+}
+
+inline constexpr size_t k16 = 16;
+inline const std::optional<std::string> kD0 = "cuda:0";
+inline const std::optional<std::string> kD1 = "cuda:1";
+inline const std::optional<std::string> kCpu = "cpu";
+inline const std::optional<std::string> kNone = std::nullopt;
+
+// A method "forward" with the three inputs of CONFORMANCE.md's notation.
+struct Fixture {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId a = m.Input("a", DType::kFloat32, {2, 2});
+  ValueId b = m.Input("b", DType::kFloat32, {2, 2});
+  ValueId c = m.Input("c", DType::kFloat32, {2, 2});
+};
+
+// Runs the method `calls` times and compares every output with the all-host run (P14):
+// bit-exact, since the cases use elementwise ops only.
+inline void ExpectSameAsHost(MethodHarness& h, Method& method, int calls = 1) {
+  ASSERT_OK_AND_ASSIGN(auto placed, h.Run(method, calls));
+  ASSERT_OK_AND_ASSIGN(auto host, h.RunAllHost(calls));
+  EXPECT_EQ(placed, host);
 }
 
 inline const std::string kSim0 = "sim:0";

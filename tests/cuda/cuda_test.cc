@@ -22,7 +22,6 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::optional<std::string> kD0 = "cuda:0";
 const std::string kCuda0 = "cuda:0";
 
 LoadOptions OnCuda() {
@@ -38,19 +37,7 @@ LoadOptions OnCuda() {
                  << "Ferry built without CUDA)";                                               \
   }
 
-struct Fixture {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId a = m.Input("a", DType::kFloat32, {2, 2});
-  ValueId b = m.Input("b", DType::kFloat32, {2, 2});
-  ValueId c = m.Input("c", DType::kFloat32, {2, 2});
-};
 
-void ExpectSameAsHost(MethodHarness& h, Method& method, int calls = 1) {
-  ASSERT_OK_AND_ASSIGN(auto placed, h.Run(method, calls));
-  ASSERT_OK_AND_ASSIGN(auto host, h.RunAllHost(calls));
-  EXPECT_EQ(placed, host);
-}
 
 TEST(Cuda, DeviceMemoryCopiesAndPointerTruth) {
   Fixture f;

@@ -154,27 +154,7 @@ class MethodHarness {
   absl::StatusOr<std::vector<std::vector<double>>> ReadOutputs(const Method& method) {
     std::vector<std::vector<double>> outputs;
     for (size_t i = 0; i < method.num_outputs(); ++i) {
-      TensorView out = method.Output(i);
-      std::vector<uint8_t> bytes(out.nbytes());
-      if (out.device().is_host()) {
-        std::memcpy(bytes.data(), out.data(), bytes.size());
-      } else {
-        DeviceRuntime* device = runtime_->devices().Find(out.device());
-        FERRY_RETURN_IF_ERROR(device->CopyDeviceToHost(bytes.data(), out.data(), bytes.size()));
-        FERRY_RETURN_IF_ERROR(device->Synchronize());
-      }
-      std::vector<double> values(out.numel());
-      for (size_t j = 0; j < values.size(); ++j) {
-        if (out.dtype() == DType::kFloat32) {
-          float f;
-          std::memcpy(&f, bytes.data() + 4 * j, 4);
-          values[j] = f;
-        } else {
-          int64_t n;
-          std::memcpy(&n, bytes.data() + 8 * j, 8);
-          values[j] = static_cast<double>(n);
-        }
-      }
+      FERRY_ASSIGN_OR_RETURN(std::vector<double> values, ReadValues(*runtime_, method.Output(i)));
       outputs.push_back(std::move(values));
     }
     return outputs;
@@ -185,13 +165,7 @@ class MethodHarness {
     DeviceCounters total;
     for (const Device& d : runtime_->devices().devices()) {
       if (d.is_host()) continue;
-      DeviceCounters c = runtime_->devices().Find(d)->counters();
-      total.h2d_copies += c.h2d_copies;
-      total.h2d_bytes += c.h2d_bytes;
-      total.d2h_copies += c.d2h_copies;
-      total.d2h_bytes += c.d2h_bytes;
-      total.d2d_copies += c.d2d_copies;
-      total.d2d_bytes += c.d2d_bytes;
+      total.AddCopies(runtime_->devices().Find(d)->counters());
     }
     return total;
   }
