@@ -102,6 +102,14 @@ class DeviceRuntime {
   virtual void EnterScope() {}
   virtual void ExitScope() {}
 
+  // Page-locked host memory that this device copies to and from asynchronously, at full DMA
+  // speed (cudaHostAlloc on CUDA). Unimplemented for devices without such memory. Free it with
+  // FreePinnedHost of the same runtime.
+  virtual absl::StatusOr<void*> AllocatePinnedHost(size_t /*bytes*/) {
+    return absl::UnimplementedError("this device has no pinned host memory");
+  }
+  virtual void FreePinnedHost(void* /*ptr*/) {}
+
   // The device's native stream (a cudaStream_t for CUDA devices), for backends that launch their
   // own kernels on it; nullptr for devices without one.
   virtual void* native_stream() const { return nullptr; }

@@ -277,6 +277,10 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
   std::vector<Device> devices = {Device::Host()};
   for (const Device& d : plan.devices()) devices.push_back(d);
   std::vector<void*> scratch(impl->instances_.size(), nullptr);
+  DeviceRuntime* pinning = nullptr;  // a CUDA device whose pinned memory holds the host arena
+  for (const Device& d : devices) {
+    if (d.type == DeviceType::kCuda && pinning == nullptr) pinning = rt.devices().Find(d);
+  }
   double planning_us = 0;
   for (const Device& device : devices) {
     auto device_planning_start = Clock::now();
@@ -317,10 +321,21 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
     info.lower_bound = mplan.lower_bound;
     info.constant_bytes = constant_bytes;
     impl->plan_.arenas.push_back(info);
-    FERRY_ASSIGN_OR_RETURN(DeviceBuffer arena,
-                           DeviceBuffer::Allocate(*runtime, mplan.arena_size, kArenaAlignment));
-    FERRY_RETURN_IF_ERROR(arena.Touch());
-    char* base = static_cast<char*>(arena.data());
+    char* base = nullptr;
+    if (device.is_host() && pinning != nullptr && mplan.arena_size > 0) {
+      // The host side of every copy to a CUDA device lives in pinned memory, so copies are
+      // asynchronous on the device's stream instead of staged.
+      FERRY_ASSIGN_OR_RETURN(void* pinned, pinning->AllocatePinnedHost(mplan.arena_size));
+      impl->pinned_arenas_.emplace_back(pinning, pinned);
+      std::memset(pinned, 0, mplan.arena_size);
+      base = static_cast<char*>(pinned);
+    } else {
+      FERRY_ASSIGN_OR_RETURN(DeviceBuffer arena,
+                             DeviceBuffer::Allocate(*runtime, mplan.arena_size, kArenaAlignment));
+      FERRY_RETURN_IF_ERROR(arena.Touch());
+      base = static_cast<char*>(arena.data());
+      impl->arenas_.push_back(std::move(arena));
+    }
     for (size_t i = 0; i < requests.size(); ++i) {
       if (owners[i] >= 0) {
         impl->refs_[owners[i]].data = base + mplan.offsets[i];
@@ -328,7 +343,6 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
         scratch[-owners[i] - 1] = base + mplan.offsets[i];
       }
     }
-    impl->arenas_.push_back(std::move(arena));
     FERRY_ASSIGN_OR_RETURN(DeviceBuffer constants,
                            DeviceBuffer::Allocate(*runtime, constant_bytes, kArenaAlignment));
     char* cbase = static_cast<char*>(constants.data());

@@ -21,6 +21,13 @@
 namespace ferry::internal {
 namespace {
 
+// Whether the elements of an 8-byte vector (absent counts as aligned) can be read as int64.
+bool Aligned8(const flatbuffers::Vector<int64_t>* v) {
+  return v == nullptr || v->size() == 0 ||
+         reinterpret_cast<uintptr_t>(v->data()) % alignof(int64_t) == 0;
+}
+
+
 // Nesting in Ferry's schema is at most 7 levels (Program/methods/Method/nodes/Node/DelegateCall/
 // arg_dim_orders/DimOrder); the margin tolerates future fields, the bound stops hostile nesting.
 constexpr flatbuffers::uoffset_t kMaxDepth = 32;
@@ -187,7 +194,15 @@ class MethodVerifier {
                        absl::StrCat("scalar kind ", k,
                                     " is not valid (0 int, 1 double, 2 bool, 3 int list)"));
         }
+        // The FlatBuffers verifier checks a vector's length field, not the alignment of 8-byte
+        // elements; reading a misaligned int64 is undefined.
+        if (!Aligned8(s->int_list())) {
+          return Error(ValueLabel(v, val), "the int list is not 8-byte aligned");
+        }
         continue;
+      }
+      if (!Aligned8(val->sizes())) {
+        return Error(ValueLabel(v, val), "the sizes are not 8-byte aligned");
       }
       if (!ValidDType(val->dtype())) {
         return Error(ValueLabel(v, val), absl::StrCat("dtype ", static_cast<int>(val->dtype()),

@@ -44,8 +44,8 @@ class CudaDevice : public DeviceRuntime {
 
   void* native_stream() const override { return stream_; }
   // Page-locked host memory (cudaHostAlloc): copies from and to it go straight to the DMA engine.
-  absl::StatusOr<void*> AllocatePinnedHost(size_t bytes);
-  void FreePinnedHost(void* ptr);
+  absl::StatusOr<void*> AllocatePinnedHost(size_t bytes) override;
+  void FreePinnedHost(void* ptr) override;
   // Makes this device current for the calling thread, so kernels launched inside the scope (on
   // native_stream()) run on it.
   void EnterScope() override;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -59,6 +60,24 @@ struct DelegateExec {
   void* scratch = nullptr;
 };
 
+// Pinned host memory from a device runtime, freed on destruction.
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer(DeviceRuntime* runtime, void* data) : runtime_(runtime), data_(data) {}
+  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept
+      : runtime_(other.runtime_), data_(std::exchange(other.data_, nullptr)) {}
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(PinnedHostBuffer&&) = delete;
+  ~PinnedHostBuffer() {
+    if (data_ != nullptr) runtime_->FreePinnedHost(data_);
+  }
+
+ private:
+  DeviceRuntime* runtime_;
+  void* data_;
+};
+
 class MethodImpl {
  public:
   static absl::StatusOr<std::unique_ptr<MethodImpl>> Load(const Runtime& runtime,
@@ -91,6 +110,7 @@ class MethodImpl {
   std::vector<int64_t> alias_offset_;  // per buffer: byte offset of an alias from its base
 
   std::vector<DeviceBuffer> arenas_;
+  std::vector<PinnedHostBuffer> pinned_arenas_;  // the host arena when a CUDA device is used
   std::vector<DeviceBuffer> constant_regions_;
 
   HostStepTables host_tables_;
