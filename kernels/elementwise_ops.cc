@@ -27,20 +27,6 @@ inline int64_t WrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-template <typename T>
-T ScalarAs(const Scalar& s) {
-  switch (s.kind) {
-    case Scalar::Kind::kInt:
-      return static_cast<T>(s.i);
-    case Scalar::Kind::kDouble:
-      return static_cast<T>(s.d);  // range checked by infer for int64
-    case Scalar::Kind::kBool:
-      return static_cast<T>(s.b);
-    case Scalar::Kind::kIntList:
-      break;
-  }
-  return T{};
-}
 
 // ---- Binary ---------------------------------------------------------------------------------
 

@@ -266,7 +266,6 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
   }
 
   // 5. Arenas and constant regions, one of each per device, sized exactly from the plan.
-  auto planning_start = Clock::now();
   std::vector<int32_t> node_position(nn, 0);
   for (size_t p = 0; p < plan.schedule.size(); ++p) {
     if (plan.schedule[p].kind == ScheduleStep::Kind::kNode) {
@@ -350,7 +349,6 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
     impl->constant_regions_.push_back(std::move(constants));
   }
   impl->plan_.timings.planning_us = planning_us;
-  (void)planning_start;
   for (size_t b = 0; b < nb; ++b) {
     const PlannedBuffer& buf = plan.buffers[b];
     if (buf.kind == BufferKind::kProgramData) {

@@ -36,6 +36,7 @@ namespace {
 using internal::BroadcastStrides;
 using internal::IsContiguousFast;
 using internal::SameSizes;
+using internal::ScalarAs;
 
 thread_local cudaStream_t t_stream = nullptr;
 
@@ -73,21 +74,6 @@ absl::Status UnsupportedDType(absl::string_view op, DType dtype) {
       absl::StrCat(op, ": no CUDA kernel for dtype ", DTypeName(dtype)));
 }
 
-// The scalar as T; read on the host (a Scalar holds a std::vector and never reaches the device).
-template <typename T>
-T ScalarAs(const Scalar& s) {
-  switch (s.kind) {
-    case Scalar::Kind::kInt:
-      return static_cast<T>(s.i);
-    case Scalar::Kind::kDouble:
-      return static_cast<T>(s.d);  // range checked by infer for int64
-    case Scalar::Kind::kBool:
-      return static_cast<T>(s.b);
-    case Scalar::Kind::kIntList:
-      break;
-  }
-  return T{};
-}
 
 int64_t IntScalar(const Scalar& s) { return s.kind == Scalar::Kind::kInt ? s.i : s.b; }
 

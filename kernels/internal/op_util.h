@@ -230,6 +230,23 @@ void StridedCopy(const TensorRef& dst, const T* src, const int64_t* src_strides)
 // StridedCopy of `src` broadcast to dst's shape, dispatched on dtype (dst and src share it).
 void BroadcastCopy(const TensorRef& dst, const TensorRef& src);
 
+// A numeric scalar argument as T, on the host (host and CUDA kernels alike read scalars here; a
+// Scalar never reaches a device). Int lists give T{}; infer rejects them where a number is needed.
+template <typename T>
+T ScalarAs(const Scalar& s) {
+  switch (s.kind) {
+    case Scalar::Kind::kInt:
+      return static_cast<T>(s.i);
+    case Scalar::Kind::kDouble:
+      return static_cast<T>(s.d);  // range checked by infer for int64
+    case Scalar::Kind::kBool:
+      return static_cast<T>(s.b);
+    case Scalar::Kind::kIntList:
+      break;
+  }
+  return T{};
+}
+
 }  // namespace ferry::internal
 
 #endif  // FERRY_KERNELS_INTERNAL_OP_UTIL_H_
