@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <set>
-#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -129,7 +127,19 @@ class Placer {
   }
 
  private:
+  // Who a read is for: a node (running on `device`) or a method output. The copy's reason text
+  // is built from it only when a copy is made.
+  struct Reader {
+    int32_t node = -1;
+    int32_t output = -1;
+    Device device;
+  };
+
   // ---- naming -------------------------------------------------------------------------------
+  std::string Reason(const Reader& r) const {
+    if (r.output >= 0) return absl::StrCat("method output ", r.output);
+    return absl::StrCat("read by ", NodeLabel(r.node), " on ", DeviceLabel(r.device));
+  }
   std::string NodeLabel(int32_t n) const {
     return absl::StrCat("node ", n, " (", m_.nodes[n].name, ")");
   }
@@ -269,92 +279,135 @@ class Placer {
   }
 
   absl::Status ComputeHomes() {
-    plan_.value_homes.assign(m_.values.size(), Device::Host());
-    // Device readers and writers of each group.
-    std::vector<std::set<Device>> writers(m_.values.size());
-    std::vector<std::vector<int32_t>> writer_nodes(m_.values.size());
-    std::vector<std::set<Device>> readers(m_.values.size());
+    const size_t nv = m_.values.size();
+    plan_.value_homes.assign(nv, Device::Host());
+    // Only state buffers take their home from their readers and writers (P11); everything else is
+    // decided per node below or in PlaceNode.
+    struct StateUse {
+      std::vector<Device> writers, readers;  // distinct devices
+      std::vector<int32_t> writer_nodes;
+    };
+    std::map<ValueId, StateUse> state_use;  // ordered, so the first error is the lowest value
+    auto add_device = [](std::vector<Device>& set, const Device& d) {
+      if (std::find(set.begin(), set.end(), d) == set.end()) set.push_back(d);
+    };
+    // P9: an input passed on a device lives on the device of its first device reader.
+    std::vector<bool> input_placed;
+    if (opt_.skip_h2d_for_method_inputs) input_placed.assign(nv, false);
     for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
       const NodeDef& node = m_.nodes[n];
       const Device& d = plan_.nodes[n].device;
       for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
-        if (!m_.values[node.args[a]].is_tensor() || IsShapeOnly(n, a)) continue;
-        readers[group_[node.args[a]]].insert(d);
+        const ValueId v = node.args[a];
+        if (!m_.values[v].is_tensor() || IsShapeOnly(n, a)) continue;
+        const ValueId g = group_[v];
+        if (m_.values[g].kind == ValueKind::kState) add_device(state_use[g].readers, d);
+        if (!input_placed.empty() && !d.is_host() && m_.values[v].kind == ValueKind::kInput &&
+            !input_placed[v]) {
+          input_placed[v] = true;
+          plan_.value_homes[v] = d;
+        }
       }
       for (int32_t a : in_.effects[n].written_args) {
-        ValueId g = group_[node.args[a]];
-        writers[g].insert(d);
-        writer_nodes[g].push_back(n);
+        const ValueId g = group_[node.args[a]];
+        if (m_.values[g].kind != ValueKind::kState) continue;
+        StateUse& use = state_use[g];
+        add_device(use.writers, d);
+        use.writer_nodes.push_back(n);
       }
     }
-    for (ValueId v = 0; v < static_cast<ValueId>(m_.values.size()); ++v) {
-      const ValueDef& value = m_.values[v];
-      if (value.kind == ValueKind::kState) {
-        if (writers[v].size() > 1) {
-          std::vector<std::string> names;
-          for (int32_t n : writer_nodes[v]) {
-            names.push_back(absl::StrCat(NodeLabel(n), " on ", DeviceLabel(plan_.nodes[n].device)));
-          }
-          return absl::InvalidArgumentError(absl::StrCat(
-              "method \"", m_.name, "\": state ", ValueLabel(v),
-              " is written on more than one device (", absl::StrJoin(names, ", "),
-              "); a state buffer has one home, so it may be written on one device only"));
+    for (const auto& [v, use] : state_use) {
+      if (use.writers.size() > 1) {
+        std::vector<std::string> names;
+        for (int32_t n : use.writer_nodes) {
+          names.push_back(absl::StrCat(NodeLabel(n), " on ", DeviceLabel(plan_.nodes[n].device)));
         }
-        const std::set<Device>& deciding = writers[v].empty() ? readers[v] : writers[v];
-        if (deciding.size() == 1 && !deciding.begin()->is_host()) {
-          plan_.value_homes[v] = *deciding.begin();
-        }
+        return absl::InvalidArgumentError(absl::StrCat(
+            "method \"", m_.name, "\": state ", ValueLabel(v),
+            " is written on more than one device (", absl::StrJoin(names, ", "),
+            "); a state buffer has one home, so it may be written on one device only"));
       }
-      if (value.kind == ValueKind::kInput && opt_.skip_h2d_for_method_inputs) {
-        for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
-          if (plan_.nodes[n].device.is_host()) continue;
-          const NodeDef& node = m_.nodes[n];
-          bool reads = false;
-          for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
-            reads = reads || (node.args[a] == v && !IsShapeOnly(n, a));
-          }
-          if (reads) {
-            plan_.value_homes[v] = plan_.nodes[n].device;
-            break;
-          }
-        }
+      const std::vector<Device>& deciding = use.writers.empty() ? use.readers : use.writers;
+      if (deciding.size() == 1 && !deciding.front().is_host()) {
+        plan_.value_homes[v] = deciding.front();
       }
     }
     return absl::OkStatus();
   }
 
   // ---- buffers --------------------------------------------------------------------------------
-  int32_t NewBuffer(ValueId v, Device device, BufferKind kind, std::vector<int32_t> order,
+  // `order` is canonical (CanonicalDimOrder).
+  int32_t NewBuffer(ValueId v, Device device, BufferKind kind, const std::vector<int32_t>& order,
                     int32_t alias_of = -1) {
     PlannedBuffer b;
     b.value = v;
     b.device = device;
     b.kind = kind;
     b.bytes = kind == BufferKind::kAlias ? 0 : Bytes(v);
-    b.dim_order = CanonicalOrder(std::move(order));
+    b.dim_order = order;
     b.alias_of = alias_of;
     int32_t id = static_cast<int32_t>(plan_.buffers.size());
     plan_.buffers.push_back(std::move(b));
     phys_.push_back(alias_of >= 0 ? phys_[alias_of] : id);
     version_.push_back(group_version_[group_[v]]);
+    group_next_.push_back(-1);
     if (kind != BufferKind::kProgramData || m_.values[v].kind == ValueKind::kConstant) {
-      group_buffers_[group_[v]].push_back(id);
+      // Appended to the group's list, which keeps creation order.
+      const ValueId g = group_[v];
+      if (group_tail_[g] < 0) {
+        group_head_[g] = id;
+      } else {
+        group_next_[group_tail_[g]] = id;
+      }
+      group_tail_[g] = id;
     }
     return id;
   }
 
-  void Register(ValueId v, const Device& d, const std::vector<int32_t>& order, int32_t buffer) {
-    instances_[{v, d, CanonicalOrder(order)}] = buffer;
-    if (d.is_host() && CanonicalOrder(order) == NaturalOrder(v)) host_instance_[v] = buffer;
+  // The buffer registered for (v, d, order), or -1. `order` is canonical.
+  int32_t FindInstance(ValueId v, const Device& d, const std::vector<int32_t>& order) const {
+    for (int32_t i = instance_head_[v]; i >= 0; i = instances_[i].next) {
+      const Instance& e = instances_[i];
+      if (e.device == d && e.order == order) return e.buffer;
+    }
+    return -1;
   }
 
-  std::vector<int32_t> NaturalOrder(ValueId v) const {
-    return CanonicalOrder(in_.layouts[v].dim_order);
+  // Makes `buffer` the instance of v on d in `order` (canonical).
+  void Register(ValueId v, const Device& d, const std::vector<int32_t>& order, int32_t buffer) {
+    bool found = false;
+    for (int32_t i = instance_head_[v]; i >= 0 && !found; i = instances_[i].next) {
+      Instance& e = instances_[i];
+      if (e.device == d && e.order == order) {
+        e.buffer = buffer;
+        found = true;
+      }
+    }
+    if (!found) {
+      instances_.push_back({d, order, buffer, instance_head_[v]});
+      instance_head_[v] = static_cast<int32_t>(instances_.size() - 1);
+    }
+    if (d.is_host() && order == NaturalOrder(v)) host_instance_[v] = buffer;
   }
+
+  const std::vector<int32_t>& NaturalOrder(ValueId v) const { return natural_order_[v]; }
 
   void CreateInitialBuffers() {
-    group_version_.assign(m_.values.size(), 0);
-    group_buffers_.resize(m_.values.size());
+    const size_t nv = m_.values.size();
+    group_version_.assign(nv, 0);
+    group_head_.assign(nv, -1);
+    group_tail_.assign(nv, -1);
+    instance_head_.assign(nv, -1);
+    natural_order_.resize(nv);
+    for (size_t v = 0; v < nv; ++v) {
+      if (!in_.layouts[v].dim_order.empty()) {
+        natural_order_[v] = CanonicalOrder(in_.layouts[v].dim_order);
+      }
+    }
+    plan_.buffers.reserve(nv + nv / 4);
+    phys_.reserve(nv + nv / 4);
+    version_.reserve(nv + nv / 4);
+    group_next_.reserve(nv + nv / 4);
     home_buffer_.assign(m_.values.size(), -1);
     host_instance_.assign(m_.values.size(), -1);
     for (ValueId v = 0; v < static_cast<ValueId>(m_.values.size()); ++v) {
@@ -418,7 +471,7 @@ class Placer {
   // Marks `b` and everything sharing its memory as holding the group's current version.
   void MarkCurrent(int32_t b) {
     ValueId g = group_[plan_.buffers[b].value];
-    for (int32_t c : group_buffers_[g]) {
+    for (int32_t c = group_head_[g]; c >= 0; c = group_next_[c]) {
       if (phys_[c] == phys_[b]) version_[c] = group_version_[g];
     }
   }
@@ -435,7 +488,7 @@ class Placer {
   // The buffers holding value v (not the program data of a state's initial value).
   std::vector<int32_t> InstancesOf(ValueId v) const {
     std::vector<int32_t> out;
-    for (int32_t b : group_buffers_[group_[v]]) {
+    for (int32_t b = group_head_[group_[v]]; b >= 0; b = group_next_[b]) {
       if (plan_.buffers[b].value == v && plan_.buffers[b].kind != BufferKind::kProgramData) {
         out.push_back(b);
       }
@@ -447,7 +500,7 @@ class Placer {
   // A buffer holding the current version of v, to copy from: a host copy first (P4), then v's home,
   // then any other device.
   absl::StatusOr<int32_t> FindSource(ValueId v, const Device& reader_device,
-                                     const std::string& reason, int32_t node, int32_t output) {
+                                     const Reader& reader) {
     int32_t host = host_instance_[v];
     if (host >= 0 && Current(host)) return host;
     int32_t home = home_buffer_[v];
@@ -460,11 +513,11 @@ class Placer {
     if (host >= 0 && plan_.buffers[host].kind == BufferKind::kAlias) {
       int32_t root = phys_[host];
       FERRY_RETURN_IF_ERROR(
-          Read(plan_.buffers[root].value, Device::Host(), {}, reason, node, output).status());
+          Read(plan_.buffers[root].value, Device::Host(), nullptr, reader).status());
       if (Current(host)) return host;
     }
     return absl::InternalError(absl::StrCat("placement: no current copy of value ",
-                                            ValueLabel(v), " for ", reason, " on ",
+                                            ValueLabel(v), " for ", Reason(reader), " on ",
                                             reader_device.ToString()));
   }
 
@@ -473,44 +526,38 @@ class Placer {
     return dst.is_host() ? CopyDirection::kDeviceToHost : CopyDirection::kDeviceToDevice;
   }
 
-  // Reads value v on device d (for node `node` or method output `output`) in dim order `wanted`
-  // (nullopt: v's natural layout). Returns the buffer to read, adding the copies needed.
-  absl::StatusOr<int32_t> Read(ValueId v, const Device& d,
-                               std::optional<std::vector<int32_t>> wanted, const std::string& reason,
-                               int32_t node, int32_t output) {
-    if (IsConstantGroup(v)) return ReadConstant(v, d, std::move(wanted), node);
+  // Reads value v on device d (for `reader`) in dim order `*wanted` (canonical; nullptr: v's
+  // natural layout). Returns the buffer to read, adding the copies needed.
+  absl::StatusOr<int32_t> Read(ValueId v, const Device& d, const std::vector<int32_t>* wanted,
+                               const Reader& reader) {
+    if (IsConstantGroup(v)) return ReadConstant(v, d, wanted, reader.node);
     const ValueLayout& natural = in_.layouts[v];
-    std::vector<int32_t> order;
+    static const std::vector<int32_t> kRowMajor;
+    const std::vector<int32_t>* order_ptr;
     if (d.is_host()) {
       // The host copy keeps the natural layout: host kernels were checked against it. A host
       // reader compiled for another layout reads a converted copy of it.
-      order = NaturalOrder(v);
-      if (wanted.has_value() && CanonicalOrder(*wanted) != order) {
-        return ReadConverted(v, CanonicalOrder(*wanted), reason, node);
-      }
-    } else if (wanted.has_value()) {
-      order = CanonicalOrder(*wanted);
+      order_ptr = &NaturalOrder(v);
+      if (wanted != nullptr && *wanted != *order_ptr) return ReadConverted(v, *wanted, reader);
+    } else if (wanted != nullptr) {
+      order_ptr = wanted;
     } else {
-      order = natural.dense ? NaturalOrder(v) : std::vector<int32_t>{};
+      order_ptr = natural.dense ? &NaturalOrder(v) : &kRowMajor;
     }
-    int32_t existing = -1;
-    if (d.is_host()) {
-      existing = host_instance_[v];
-    } else if (auto it = instances_.find({v, d, order}); it != instances_.end()) {
-      existing = it->second;
-    }
+    const std::vector<int32_t>& order = *order_ptr;
+    int32_t existing = d.is_host() ? host_instance_[v] : FindInstance(v, d, order);
     if (existing >= 0 && Current(existing)) return existing;
-    FERRY_ASSIGN_OR_RETURN(int32_t src, FindSource(v, d, reason, node, output));
+    FERRY_ASSIGN_OR_RETURN(int32_t src, FindSource(v, d, reader));
     // Refreshing the base of a view (see FindSource) may already have made `existing` current.
     if (existing >= 0 && Current(existing)) return existing;
     const PlannedBuffer& src_buffer = plan_.buffers[src];
     const bool src_dense = src_buffer.kind != BufferKind::kAlias || natural.dense;
-    const std::vector<int32_t> src_order =
+    const std::vector<int32_t>& src_order =
         src_buffer.kind == BufferKind::kAlias ? NaturalOrder(v) : src_buffer.dim_order;
     const bool converts = !src_dense || src_order != order;
     if (converts && !src_buffer.device.is_host()) {
       return absl::UnimplementedError(absl::StrCat(
-          "method \"", m_.name, "\", ", reason, ": value ", ValueLabel(v), " lives on ",
+          "method \"", m_.name, "\", ", Reason(reader), ": value ", ValueLabel(v), " lives on ",
           DeviceLabel(src_buffer.device), " in dim order ",
           DimOrderString(src_order, m_.values[v].meta.rank()), " but is read on ", DeviceLabel(d),
           " in dim order ", DimOrderString(order, m_.values[v].meta.rank()),
@@ -531,9 +578,9 @@ class Placer {
     c.timing = CopyTiming::kPerCall;
     c.bytes = Bytes(v);
     c.converts_layout = converts;
-    c.node = node;
-    c.output = output;
-    c.reason = reason;
+    c.node = reader.node;
+    c.output = reader.output;
+    c.reason = Reason(reader);
     AddCallCopy(std::move(c));
     MarkCurrent(dst);
     return dst;
@@ -541,17 +588,15 @@ class Placer {
 
   // A host reader compiled for a dim order other than the value's: a host-to-host converting copy
   // of the current host copy, per call.
-  absl::StatusOr<int32_t> ReadConverted(ValueId v, std::vector<int32_t> order,
-                                        const std::string& reason, int32_t node) {
-    FERRY_ASSIGN_OR_RETURN(int32_t src, Read(v, Device::Host(), std::nullopt, reason, node, -1));
-    auto it = instances_.find({v, Device::Host(), order});
-    int32_t dst = -1;
-    if (it != instances_.end() && it->second != host_instance_[v]) {
-      dst = it->second;
+  absl::StatusOr<int32_t> ReadConverted(ValueId v, const std::vector<int32_t>& order,
+                                        const Reader& reader) {
+    FERRY_ASSIGN_OR_RETURN(int32_t src, Read(v, Device::Host(), nullptr, reader));
+    int32_t dst = FindInstance(v, Device::Host(), order);
+    if (dst >= 0 && dst != host_instance_[v]) {
       if (Current(dst)) return dst;
     } else {
       dst = NewBuffer(v, Device::Host(), BufferKind::kArena, order);
-      instances_[{v, Device::Host(), order}] = dst;
+      Register(v, Device::Host(), order, dst);
     }
     CopyStep c;
     c.value = v;
@@ -563,8 +608,8 @@ class Placer {
     c.timing = CopyTiming::kPerCall;
     c.bytes = Bytes(v);
     c.converts_layout = true;
-    c.node = node;
-    c.reason = reason;
+    c.node = reader.node;
+    c.reason = Reason(reader);
     AddCallCopy(std::move(c));
     MarkCurrent(dst);
     return dst;
@@ -573,10 +618,9 @@ class Placer {
   // Constants (and views of them) never change: host readers read the program's data in place,
   // each device gets one replica per layout, copied once at load (P7).
   absl::StatusOr<int32_t> ReadConstant(ValueId v, const Device& d,
-                                       std::optional<std::vector<int32_t>> wanted, int32_t node) {
+                                       const std::vector<int32_t>* wanted, int32_t node) {
     int32_t host = host_instance_[v];
-    const bool converts_on_host =
-        d.is_host() && wanted.has_value() && CanonicalOrder(*wanted) != NaturalOrder(v);
+    const bool converts_on_host = d.is_host() && wanted != nullptr && *wanted != NaturalOrder(v);
     if (d.is_host() && !converts_on_host) return host;
     const ValueLayout& layout = in_.layouts[v];
     const int32_t rank = m_.values[v].meta.rank();
@@ -589,9 +633,9 @@ class Placer {
           "), which is not a dense layout (it has gaps, overlaps or zero strides); a device "
           "replica needs a dense layout"));
     }
-    std::vector<int32_t> natural = NaturalOrder(v);
-    std::vector<int32_t> order = wanted.has_value() ? CanonicalOrder(*wanted) : natural;
-    if (auto it = instances_.find({v, d, order}); it != instances_.end()) return it->second;
+    const std::vector<int32_t>& natural = NaturalOrder(v);
+    const std::vector<int32_t>& order = wanted != nullptr ? *wanted : natural;
+    if (int32_t existing = FindInstance(v, d, order); existing >= 0) return existing;
     int32_t dst = NewBuffer(v, d, BufferKind::kConstantReplica, order);
     Register(v, d, order, dst);
     CopyStep c;
@@ -630,25 +674,26 @@ class Placer {
     const NodeEffects& effects = in_.effects[n];
     NodePlacement& placed = plan_.nodes[n];
     const Device d = placed.device;
-    const std::string reason = absl::StrCat("read by ", NodeLabel(n), " on ", DeviceLabel(d));
+    const Reader reader{n, -1, d};
     placed.arg_buffers.assign(node.args.size(), -1);
     // Reads (copies are made before the node runs).
     for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
       ValueId v = node.args[a];
       if (!m_.values[v].is_tensor()) continue;
       if (IsShapeOnly(n, a)) continue;
-      std::optional<std::vector<int32_t>> wanted;
       if (a < static_cast<int32_t>(node.arg_dim_orders.size()) && !node.arg_dim_orders[a].empty()) {
-        wanted = node.arg_dim_orders[a];
+        const std::vector<int32_t> wanted = CanonicalOrder(node.arg_dim_orders[a]);
+        FERRY_ASSIGN_OR_RETURN(placed.arg_buffers[a], Read(v, d, &wanted, reader));
+      } else {
+        FERRY_ASSIGN_OR_RETURN(placed.arg_buffers[a], Read(v, d, nullptr, reader));
       }
-      FERRY_ASSIGN_OR_RETURN(placed.arg_buffers[a], Read(v, d, std::move(wanted), reason, n, -1));
     }
     // Shape-only readers need no copy: any buffer of the value carries its shape.
     for (int32_t a : effects.shape_only_args) {
       ValueId v = node.args[a];
       if (!m_.values[v].is_tensor() || placed.arg_buffers[a] >= 0) continue;
       int32_t b = -1;
-      if (auto it = instances_.find({v, d, NaturalOrder(v)}); it != instances_.end()) b = it->second;
+      b = FindInstance(v, d, NaturalOrder(v));
       if (b < 0) b = home_buffer_[v] >= 0 ? home_buffer_[v] : host_instance_[v];
       if (b < 0) {
         std::vector<int32_t> all = InstancesOf(v);
@@ -757,7 +802,7 @@ class Placer {
       }
       FERRY_ASSIGN_OR_RETURN(
           plan_.output_buffers[i],
-          Read(v, Device::Host(), std::nullopt, absl::StrCat("method output ", i), -1, i));
+          Read(v, Device::Host(), nullptr, Reader{-1, i, Device::Host()}));
     }
     return absl::OkStatus();
   }
@@ -879,12 +924,23 @@ class Placer {
   std::map<Device, Device> declared_;                 // used device -> declared device
   std::vector<ValueId> group_;                        // per value: root of its alias group
   std::vector<int64_t> group_version_;                // per group root
-  std::vector<std::vector<int32_t>> group_buffers_;   // per group root
+  // Per group root, the buffers of the group in creation order (a list through group_next_).
+  std::vector<int32_t> group_head_, group_tail_;
+  std::vector<int32_t> group_next_;                   // per buffer
   std::vector<int64_t> version_;                      // per buffer: version it holds
   std::vector<int32_t> phys_;                         // per buffer: the buffer whose memory it uses
   std::vector<int32_t> home_buffer_;                  // per value
   std::vector<int32_t> host_instance_;                // per value
-  std::map<std::tuple<ValueId, Device, std::vector<int32_t>>, int32_t> instances_;
+  std::vector<std::vector<int32_t>> natural_order_;   // per value, canonical
+  // The buffer of each (value, device, canonical dim order): per value a list through `next`.
+  struct Instance {
+    Device device;
+    std::vector<int32_t> order;
+    int32_t buffer;
+    int32_t next;
+  };
+  std::vector<Instance> instances_;
+  std::vector<int32_t> instance_head_;                // per value
 };
 
 }  // namespace
