@@ -85,10 +85,14 @@ TensorRef TensorMeta::ToRef(void* data) const {
   t.data = data;
   t.dtype = dtype;
   t.rank = static_cast<int32_t>(std::min<size_t>(sizes.size(), kMaxRank));
-  std::vector<int64_t> strides = DenseStrides();
-  for (int i = 0; i < t.rank; ++i) {
-    t.sizes[i] = sizes[i];
-    t.strides[i] = strides[i];
+  for (int i = 0; i < t.rank; ++i) t.sizes[i] = sizes[i];
+  // Dense strides in dim order, innermost last (DenseStrides without its allocations).
+  const bool row_major = dim_order.size() != sizes.size();
+  int64_t stride = 1;
+  for (int i = static_cast<int>(sizes.size()) - 1; i >= 0; --i) {
+    const int d = row_major ? i : dim_order[i];
+    if (d < t.rank) t.strides[d] = stride;
+    stride *= sizes[d];
   }
   return t;
 }
@@ -106,6 +110,20 @@ bool IsDenseLayout(absl::Span<const int64_t> sizes, absl::Span<const int64_t> st
                    std::vector<int32_t>* dim_order) {
   if (sizes.size() != strides.size()) return false;
   const int rank = static_cast<int>(sizes.size());
+  // Row-major (size-1 dimensions ignored): the identity order, which the sort below would keep.
+  int64_t row_major = 1;
+  bool is_row_major = true;
+  for (int i = rank - 1; i >= 0 && is_row_major; --i) {
+    if (sizes[i] != 1 && strides[i] != row_major) is_row_major = false;
+    row_major *= sizes[i];
+  }
+  if (is_row_major) {
+    if (dim_order != nullptr) {
+      dim_order->resize(rank);
+      std::iota(dim_order->begin(), dim_order->end(), 0);
+    }
+    return true;
+  }
   std::vector<int32_t> order(rank);
   std::iota(order.begin(), order.end(), 0);
   // Outermost first: larger strides first; ties (size-1 dims) keep their logical order.

@@ -57,7 +57,7 @@ struct NodeEffects {
 struct ValueLayout {
   bool dense = true;
   std::vector<int32_t> dim_order;  // when dense; empty: row-major
-  std::vector<int64_t> strides;    // elements; always filled for tensors
+  std::vector<int64_t> strides;    // elements; filled when not dense (named in messages)
 };
 
 struct PlacementInput {

@@ -163,14 +163,14 @@ class GraphInstance : public DelegateInstance {
     std::vector<NodeRefs> node_refs(main.nodes.size());
     for (size_t n = 0; n < main.nodes.size(); ++n) {
       const NodeDef& node = main.nodes[n];
-      const std::string ctx = absl::StrCat("sub-graph node ", n, " (", node.name, ")");
+      auto ctx = [&] { return absl::StrCat("sub-graph node ", n, " (", node.name, ")"); };
       if (node.kind != NodeKind::kHostOp) {
         return absl::UnimplementedError(
-            absl::StrCat(ctx, ": the graph backend runs host ops only, not delegate calls"));
+            absl::StrCat(ctx(), ": the graph backend runs host ops only, not delegate calls"));
       }
       const OpSchema* schema = ops.Find(node.op);
       if (schema == nullptr) {
-        return absl::UnimplementedError(absl::StrCat(ctx, ": unknown op \"", node.op, "\""));
+        return absl::UnimplementedError(absl::StrCat(ctx(), ": unknown op \"", node.op, "\""));
       }
       NodeRefs& nr = node_refs[n];
       nr.schema = schema;

@@ -38,10 +38,16 @@ std::string StridesString(const TensorRef& t) {
 
 ValueLayout LayoutOf(const TensorRef& ref) {
   ValueLayout layout;
-  std::vector<int64_t> sizes(ref.sizes.begin(), ref.sizes.begin() + ref.rank);
-  layout.strides.assign(ref.strides.begin(), ref.strides.begin() + ref.rank);
-  layout.dense = IsDenseLayout(sizes, layout.strides, &layout.dim_order);
-  if (!layout.dense) layout.dim_order.clear();
+  const absl::Span<const int64_t> sizes(ref.sizes.data(), ref.rank);
+  const absl::Span<const int64_t> strides(ref.strides.data(), ref.rank);
+  if (ref.IsContiguous()) return layout;  // dense, row-major: nothing to store
+  layout.dense = IsDenseLayout(sizes, strides, &layout.dim_order);
+  if (layout.dense) {
+    layout.dim_order = CanonicalDimOrder(std::move(layout.dim_order));
+  } else {
+    layout.dim_order.clear();
+    layout.strides.assign(strides.begin(), strides.end());
+  }
   return layout;
 }
 
@@ -123,7 +129,11 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
     const ValueDef& value = m.values[v];
     if (value.is_tensor() && value.kind != ValueKind::kIntermediate) natural[v] = value.meta.ToRef();
   }
-  std::vector<std::vector<InferredResult>> inferred(nn);
+  // Per value: the offset in elements of a view from the data of the value it aliases.
+  std::vector<int64_t> view_offset(nv, 0);
+  std::vector<OpArg> args;                   // scratch, reused per node
+  std::vector<const TensorMeta*> declared;   // scratch
+  std::vector<InferredResult> inferred;      // scratch
   PlacementInput pin;
   pin.method = &m;
   pin.effects.resize(nn);
@@ -140,7 +150,7 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
             "\"; register it with Runtime::ops().Register before loading"));
       }
       schemas[n] = schema;
-      std::vector<OpArg> args(node.args.size());
+      args.assign(node.args.size(), OpArg{});
       for (size_t a = 0; a < node.args.size(); ++a) {
         const ValueDef& value = m.values[node.args[a]];
         if (value.is_tensor()) {
@@ -149,18 +159,26 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
           args[a].scalar = &value.scalar;
         }
       }
-      std::vector<const TensorMeta*> declared;
+      declared.clear();
       for (ValueId r : node.results) declared.push_back(&m.values[r].meta);
-      FERRY_RETURN_IF_ERROR(InferAndCheck(*schema, args, declared, &inferred[n], node_ctx(n)));
+      FERRY_RETURN_IF_ERROR(
+          InferAndCheck(*schema, args, declared, &inferred, [&] { return node_ctx(n); }));
+      bool any_view = false;
       for (size_t r = 0; r < node.results.size(); ++r) {
-        natural[node.results[r]] = inferred[n][r].layout;
+        natural[node.results[r]] = inferred[r].layout;
         natural[node.results[r]].data = nullptr;
+        view_offset[node.results[r]] = inferred[r].view_offset;
+        any_view = any_view || schema->ViewOf(static_cast<int>(r)) >= 0;
       }
       effects.written_args.assign(schema->written_args.begin(), schema->written_args.end());
       effects.shape_only_args.assign(schema->shape_only_args.begin(),
                                      schema->shape_only_args.end());
-      effects.view_of.assign(node.results.size(), -1);
-      for (size_t r = 0; r < node.results.size(); ++r) effects.view_of[r] = schema->ViewOf(r);
+      if (any_view) {  // empty view_of: no result is a view
+        effects.view_of.assign(node.results.size(), -1);
+        for (size_t r = 0; r < node.results.size(); ++r) {
+          effects.view_of[r] = schema->ViewOf(static_cast<int>(r));
+        }
+      }
     } else {
       const Backend* backend = rt.FindBackend(node.backend);
       if (backend == nullptr) {
@@ -170,7 +188,6 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
       backends[n] = backend;
       for (ValueId r : node.results) natural[r] = m.values[r].meta.ToRef();
       effects.written_args.assign(node.written_args.begin(), node.written_args.end());
-      effects.view_of.assign(node.results.size(), -1);
     }
   }
   for (size_t v = 0; v < nv; ++v) {
@@ -214,13 +231,10 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
     impl->buffer_runtime_[b] = runtime;
     if (buf.kind == BufferKind::kAlias) {
       impl->refs_[b] = natural[buf.value];
-      const NodeDef& node = m.nodes[buf.alias_node];
-      for (size_t r = 0; r < node.results.size(); ++r) {
-        if (node.results[r] == buf.value) {
-          impl->alias_offset_[b] = inferred[buf.alias_node][r].view_offset *
-                                   static_cast<int64_t>(natural[buf.value].element_size());
-        }
-      }
+      impl->alias_offset_[b] =
+          view_offset[buf.value] * static_cast<int64_t>(natural[buf.value].element_size());
+    } else if (buf.dim_order.empty() && m.values[buf.value].meta.dim_order.empty()) {
+      impl->refs_[b] = m.values[buf.value].meta.ToRef();
     } else {
       TensorMeta meta = m.values[buf.value].meta;
       meta.dim_order = buf.dim_order;
@@ -433,7 +447,9 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
     }
     pending.clear();
   };
-  std::vector<ViewFixup> views;
+  std::vector<ViewFixup> views;      // scratch, reused per node
+  std::vector<TensorRef*> results;  // scratch
+  impl->steps_.reserve(plan.schedule.size());
   for (const ScheduleStep& ss : plan.schedule) {
     if (ss.kind == ScheduleStep::Kind::kCopy) {
       const CopyExec& e = impl->copies_[ss.index];
@@ -460,7 +476,7 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
     Step s;
     s.node = n;
     if (schemas[n] != nullptr) {
-      std::vector<OpArg> args(node.args.size());
+      args.assign(node.args.size(), OpArg{});
       for (size_t a = 0; a < node.args.size(); ++a) {
         if (placed.arg_buffers[a] >= 0) {
           args[a].tensor = &impl->refs_[placed.arg_buffers[a]];
@@ -468,7 +484,7 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
           args[a].scalar = &m.values[node.args[a]].scalar;
         }
       }
-      std::vector<TensorRef*> results;
+      results.clear();
       views.clear();
       for (size_t r = 0; r < node.results.size(); ++r) {
         int32_t b = placed.result_buffers[r];

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "kernels/op_registry.h"
@@ -111,10 +112,12 @@ class HostStepTables {
 };
 
 // Runs schema.infer and checks the inferred results against the declared metadata of the result
-// values (dtype and sizes). `context` prefixes messages ("method \"forward\", node 3 (add)").
+// values (dtype and sizes). `results` is resized to the op's result count. `context` gives the
+// prefix of messages ("method \"forward\", node 3 (add)"); it is called only on error.
 absl::Status InferAndCheck(const OpSchema& schema, absl::Span<const OpArg> args,
                            absl::Span<const TensorMeta* const> declared,
-                           std::vector<InferredResult>* results, const std::string& context);
+                           std::vector<InferredResult>* results,
+                           absl::FunctionRef<std::string()> context);
 
 }  // namespace ferry::internal
 
