@@ -34,35 +34,56 @@ absl::Status Overflow(size_t index, const BufferRequest& r) {
                    " bytes) cannot be placed: the arena offset overflows size_t"));
 }
 
-// Peak over steps of the bytes live at once: a sweep over start and end events, ends first at
-// equal steps since intervals are inclusive (an end event at step s + 1 retires a request whose
-// last_use is s).
-absl::StatusOr<size_t> LowerBound(absl::Span<const BufferRequest> requests) {
-  struct Event {
-    int64_t step;
-    bool start;
-    size_t size;
-  };
-  std::vector<Event> events;
-  events.reserve(2 * requests.size());
-  for (const BufferRequest& r : requests) {
-    if (r.size == 0) continue;
-    events.push_back({r.first_use, true, r.size});
-    events.push_back({static_cast<int64_t>(r.last_use) + 1, false, r.size});
+// `ids` sorted by key(id) ascending, stably (equal keys keep their order in `ids`): an LSD radix
+// sort over bytes, skipping the bytes in which all keys agree. O(n) per byte that differs, with no
+// comparison; planning sorts every request three times, so this is most of what a sort costs.
+template <typename Key>
+void RadixSortByKey(std::vector<int32_t>& ids, Key key) {
+  const size_t n = ids.size();
+  if (n < 2) return;
+  std::vector<uint64_t> keys(n);
+  uint64_t all_or = 0, all_and = ~uint64_t{0};
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = key(ids[i]);
+    all_or |= keys[i];
+    all_and &= keys[i];
   }
-  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-    if (a.step != b.step) return a.step < b.step;
-    return !a.start && b.start;
-  });
-  size_t live = 0, peak = 0;
-  for (const Event& e : events) {
-    if (!e.start) {
-      live -= e.size;
-      continue;
+  const uint64_t differing = all_or ^ all_and;
+  std::vector<int32_t> ids_tmp(n);
+  std::vector<uint64_t> keys_tmp(n);
+  for (int shift = 0; shift < 64; shift += 8) {
+    if (((differing >> shift) & 0xff) == 0) continue;
+    size_t count[257] = {};
+    for (size_t i = 0; i < n; ++i) ++count[((keys[i] >> shift) & 0xff) + 1];
+    for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+    for (size_t i = 0; i < n; ++i) {
+      const size_t at = count[(keys[i] >> shift) & 0xff]++;
+      ids_tmp[at] = ids[i];
+      keys_tmp[at] = keys[i];
     }
-    if (__builtin_add_overflow(live, e.size, &live)) {
+    ids.swap(ids_tmp);
+    keys.swap(keys_tmp);
+  }
+}
+
+// Peak over steps of the bytes live at once: a sweep over the requests in order of first use
+// and in order of last use, retiring before adding at equal steps since intervals are inclusive
+// (a request whose last_use is s is gone at step s + 1).
+absl::StatusOr<size_t> LowerBound(absl::Span<const BufferRequest> requests,
+                                  const std::vector<int32_t>& by_first,
+                                  const std::vector<int32_t>& by_last) {
+  size_t live = 0, peak = 0;
+  size_t j = 0;
+  for (int32_t id : by_first) {
+    const BufferRequest& r = requests[id];
+    while (j < by_last.size() &&
+           static_cast<int64_t>(requests[by_last[j]].last_use) + 1 <= r.first_use) {
+      live -= requests[by_last[j]].size;
+      ++j;
+    }
+    if (__builtin_add_overflow(live, r.size, &live)) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "memory plan: the bytes live at step ", e.step, " overflow size_t"));
+          "memory plan: the bytes live at step ", r.first_use, " overflow size_t"));
     }
     peak = std::max(peak, live);
   }
@@ -150,30 +171,33 @@ class PlacedIndex {
 
 // Lifetimes in compressed coordinates: the distinct first_use values of the non-empty requests,
 // sorted, are positions 0..count-1; request i covers positions [lo[i], hi[i]]. Two requests
-// conflict iff one covers the other's lo.
+// conflict iff one covers the other's lo. Computed by two sweeps over the requests sorted by first
+// and by last use.
 struct Positions {
   size_t count = 0;
   std::vector<size_t> lo, hi;
 };
 
-Positions ComputePositions(absl::Span<const BufferRequest> requests) {
-  std::vector<int32_t> starts;
-  starts.reserve(requests.size());
-  for (const BufferRequest& r : requests) {
-    if (r.size > 0) starts.push_back(r.first_use);
-  }
-  std::sort(starts.begin(), starts.end());
-  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+Positions ComputePositions(absl::Span<const BufferRequest> requests,
+                           const std::vector<int32_t>& by_first,
+                           const std::vector<int32_t>& by_last) {
   Positions p;
-  p.count = starts.size();
   p.lo.assign(requests.size(), 0);
   p.hi.assign(requests.size(), 0);
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (requests[i].size == 0) continue;
-    p.lo[i] = static_cast<size_t>(
-        std::lower_bound(starts.begin(), starts.end(), requests[i].first_use) - starts.begin());
-    p.hi[i] = static_cast<size_t>(
-        std::upper_bound(starts.begin(), starts.end(), requests[i].last_use) - starts.begin()) - 1;
+  std::vector<int32_t> starts;  // distinct first_use values, ascending
+  starts.reserve(by_first.size());
+  for (int32_t id : by_first) {
+    const int32_t first = requests[id].first_use;
+    if (starts.empty() || starts.back() != first) starts.push_back(first);
+    p.lo[id] = starts.size() - 1;
+  }
+  p.count = starts.size();
+  // hi: the last start position at or before last_use (there is one: the request's own start).
+  size_t k = 0;
+  for (int32_t id : by_last) {
+    const int32_t last = requests[id].last_use;
+    while (k < starts.size() && starts[k] <= last) ++k;
+    p.hi[id] = k - 1;
   }
   return p;
 }
@@ -262,25 +286,26 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests) 
     if (absl::Status s = CheckRequest(requests[i], i); !s.ok()) return s;
   }
   MemoryPlan plan;
-  absl::StatusOr<size_t> lower_bound = LowerBound(requests);
-  if (!lower_bound.ok()) return lower_bound.status();
-  plan.lower_bound = *lower_bound;
   plan.offsets.assign(n, 0);
 
-  std::vector<int32_t> by_size;
-  by_size.reserve(n);
+  // The non-empty requests in index order, then sorted three ways (stably, so ties stay in
+  // index order): by first use, by last use, and by size, largest first.
+  std::vector<int32_t> by_first;
+  by_first.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    if (requests[i].size > 0) by_size.push_back(static_cast<int32_t>(i));
+    if (requests[i].size > 0) by_first.push_back(static_cast<int32_t>(i));
   }
-  std::vector<int32_t> by_time = by_size;  // already in index order
-  std::sort(by_size.begin(), by_size.end(), [&](int32_t a, int32_t b) {
-    if (requests[a].size != requests[b].size) return requests[a].size > requests[b].size;
-    return a < b;
-  });
-  std::stable_sort(by_time.begin(), by_time.end(), [&](int32_t a, int32_t b) {
-    return requests[a].first_use < requests[b].first_use;
-  });
-  const Positions positions = ComputePositions(requests);
+  std::vector<int32_t> by_last = by_first;
+  std::vector<int32_t> by_size = by_first;
+  RadixSortByKey(by_first, [&](int32_t id) { return static_cast<uint64_t>(requests[id].first_use); });
+  RadixSortByKey(by_last, [&](int32_t id) { return static_cast<uint64_t>(requests[id].last_use); });
+  RadixSortByKey(by_size, [&](int32_t id) { return ~static_cast<uint64_t>(requests[id].size); });
+
+  absl::StatusOr<size_t> lower_bound = LowerBound(requests, by_first, by_last);
+  if (!lower_bound.ok()) return lower_bound.status();
+  plan.lower_bound = *lower_bound;
+  const Positions positions = ComputePositions(requests, by_first, by_last);
+  const std::vector<int32_t>& by_time = by_first;
 
   // Pass 1: greedy by size, lowest fit. Usually at or near the lower bound.
   absl::StatusOr<size_t> by_size_arena =

@@ -23,8 +23,8 @@
 //     bottom and top, which is what a chain of varying sizes needs to reach the bound).
 // The pass with the smaller arena wins (pass 1 on a tie). Deterministic.
 //
-// Cost: O(n log n + n k log k) per pass, k the number of placed requests a request conflicts
-// with (found through an interval index, not a scan).
+// Cost: O(n) to order the requests (radix sorts) and O(n k log k) per pass, k the number of
+// placed requests a request conflicts with (found through an interval index, not a scan).
 // Errors: InvalidArgument naming the request index for a negative first_use, first_use >
 // last_use, or an alignment that is zero or not a power of two; ResourceExhausted when the lower
 // bound overflows size_t, or (naming the request) when no pass can place every request without
