@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -31,14 +33,58 @@ bool SameLayout(const TensorRef& a, const TensorRef& b) {
   return true;
 }
 
+// Verified sub-programs, shared by every instance whose payload has the same bytes: a method
+// built from repeated layers carries one payload many times, and it is verified and parsed once.
+// An entry lives as long as some instance holds its program; keys view the program's own bytes.
+class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
+ public:
+  absl::StatusOr<std::shared_ptr<const Program>> Get(absl::Span<const uint8_t> payload) {
+    const absl::string_view key(reinterpret_cast<const char*>(payload.data()), payload.size());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = programs_.find(key);
+      if (it != programs_.end()) {
+        if (std::shared_ptr<const Program> program = it->second.lock()) return program;
+      }
+    }
+    FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> parsed, Program::FromBytes(payload));
+    const absl::Span<const uint8_t> bytes = parsed->bytes();
+    const absl::string_view own_key(reinterpret_cast<const char*>(bytes.data()), payload.size());
+    std::weak_ptr<ProgramCache> cache = weak_from_this();
+    std::shared_ptr<const Program> program(parsed.release(), [cache, own_key](const Program* p) {
+      if (std::shared_ptr<ProgramCache> c = cache.lock()) c->Erase(own_key);
+      delete p;
+    });
+    std::lock_guard<std::mutex> lock(mu_);
+    // An expired entry for the same bytes is replaced, key included: its key views the bytes of
+    // the program being destroyed.
+    programs_.erase(own_key);
+    programs_.emplace(own_key, program);
+    return program;
+  }
+
+ private:
+  // Called by a program's deleter, before the program (and the bytes `key` views) is freed.
+  void Erase(absl::string_view key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = programs_.find(key);
+    // Only this program's own entry: a newer program may have replaced an expired one.
+    if (it != programs_.end() && it->first.data() == key.data()) programs_.erase(it);
+  }
+
+  std::mutex mu_;
+  absl::flat_hash_map<absl::string_view, std::weak_ptr<const Program>> programs_;
+};
+
 class GraphInstance : public DelegateInstance {
  public:
-  static absl::StatusOr<std::unique_ptr<GraphInstance>> Create(const DelegateInit& init) {
+  static absl::StatusOr<std::unique_ptr<GraphInstance>> Create(const DelegateInit& init,
+                                                               ProgramCache& cache) {
     std::unique_ptr<GraphInstance> g(new GraphInstance());
     g->device_runtime_ = init.device_runtime;
     g->check_ownership_ = init.device.type == DeviceType::kSim;
     g->on_cuda_ = init.device.type == DeviceType::kCuda;
-    FERRY_ASSIGN_OR_RETURN(g->program_, Program::FromBytes(init.payload));
+    FERRY_ASSIGN_OR_RETURN(g->program_, cache.Get(init.payload));
     FERRY_ASSIGN_OR_RETURN(const MethodDef* main, g->program_->method("main"));
     FERRY_RETURN_IF_ERROR(g->Compile(*main, init));
     return g;
@@ -271,7 +317,7 @@ class GraphInstance : public DelegateInstance {
   DeviceRuntime* device_runtime_ = nullptr;
   bool check_ownership_ = false;
   bool on_cuda_ = false;
-  std::unique_ptr<Program> program_;
+  std::shared_ptr<const Program> program_;
   std::vector<TensorRef> refs_;  // per sub-graph value; never resized after Compile
   std::vector<ValueId> input_refs_;
   std::vector<int32_t> arg_of_input_;
@@ -293,9 +339,13 @@ class GraphBackend : public Backend {
            (type == DeviceType::kCuda && HaveCudaKernels());
   }
   absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
-    FERRY_ASSIGN_OR_RETURN(std::unique_ptr<GraphInstance> instance, GraphInstance::Create(init));
+    FERRY_ASSIGN_OR_RETURN(std::unique_ptr<GraphInstance> instance,
+                           GraphInstance::Create(init, *cache_));
     return std::unique_ptr<DelegateInstance>(std::move(instance));
   }
+
+ private:
+  std::shared_ptr<ProgramCache> cache_ = std::make_shared<ProgramCache>();
 };
 
 }  // namespace
