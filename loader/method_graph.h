@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "kernels/tensor.h"
@@ -46,11 +47,14 @@ struct ValueDef {
 
 enum class NodeKind : uint8_t { kHostOp = 0, kDelegate = 1 };
 
+// Argument and result lists: most nodes have a few, kept inline (no allocation per node).
+using ValueIds = absl::InlinedVector<ValueId, 4>;
+
 struct NodeDef {
   std::string name;  // never empty: the program's name, or the op / backend name
   NodeKind kind = NodeKind::kHostOp;
-  std::vector<ValueId> args;
-  std::vector<ValueId> results;
+  ValueIds args;
+  ValueIds results;
 
   // kHostOp
   std::string op;

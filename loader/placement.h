@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "loader/method_graph.h"
 #include "memory/device.h"
@@ -129,8 +130,8 @@ struct ScheduleStep {
 
 struct NodePlacement {
   Device device;
-  std::vector<int32_t> arg_buffers;     // -1 for scalar arguments
-  std::vector<int32_t> result_buffers;
+  absl::InlinedVector<int32_t, 4> arg_buffers;     // -1 for scalar arguments
+  absl::InlinedVector<int32_t, 2> result_buffers;
 };
 
 struct Diagnostic {

@@ -252,7 +252,7 @@ std::vector<ValueId> MethodBuilder::HostOp(const std::string& op, std::vector<Va
   node.name = display;
   node.kind = NodeKind::kHostOp;
   node.op = op;
-  node.args = std::move(args);
+  node.args.assign(args.begin(), args.end());
   for (size_t r = 0; r < metas.size(); ++r) {
     ValueDef value;
     value.kind = ValueKind::kIntermediate;
@@ -260,7 +260,7 @@ std::vector<ValueId> MethodBuilder::HostOp(const std::string& op, std::vector<Va
     value.meta = std::move(metas[r]);
     node.results.push_back(AddValue(std::move(value), {}));
   }
-  std::vector<ValueId> results = node.results;
+  std::vector<ValueId> results(node.results.begin(), node.results.end());
   def_.nodes.push_back(std::move(node));
   return results;
 }
@@ -343,7 +343,7 @@ std::vector<ValueId> MethodBuilder::Delegate(
   node.payload = absl::MakeConstSpan(*buffers_.back());
   node.arg_dim_orders = std::move(options.arg_dim_orders);
   node.written_args = std::move(written);
-  node.args = std::move(args);
+  node.args.assign(args.begin(), args.end());
   for (size_t r = 0; r < results.size(); ++r) {
     ValueDef value;
     value.kind = ValueKind::kIntermediate;
@@ -351,7 +351,7 @@ std::vector<ValueId> MethodBuilder::Delegate(
     value.meta = std::move(results[r]);
     node.results.push_back(AddValue(std::move(value), {}));
   }
-  std::vector<ValueId> ids = node.results;
+  std::vector<ValueId> ids(node.results.begin(), node.results.end());
   def_.nodes.push_back(std::move(node));
   return ids;
 }

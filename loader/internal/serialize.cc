@@ -86,8 +86,8 @@ Offset<fbs::Method> WriteMethod(FlatBufferBuilder& fbb, const MethodDef& m,
   nodes.reserve(m.nodes.size());
   for (const NodeDef& node : m.nodes) {
     auto name = fbb.CreateString(node.name);
-    auto args = fbb.CreateVector(node.args);
-    auto results = fbb.CreateVector(node.results);
+    auto args = fbb.CreateVector(node.args.data(), node.args.size());
+    auto results = fbb.CreateVector(node.results.data(), node.results.size());
     if (node.kind == NodeKind::kHostOp) {
       auto op = fbs::CreateHostOp(fbb, fbb.CreateString(node.op));
       nodes.push_back(fbs::CreateNode(fbb, name, fbs::NodeOp::HostOp, op.Union(), args, results));

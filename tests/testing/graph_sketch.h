@@ -64,7 +64,7 @@ class GraphSketch {
     node.name = op;
     std::vector<int64_t> result_sizes = sizes.value_or(method_.values[args[0]].meta.sizes);
     ValueId r = Add(op, ValueKind::kIntermediate, result_sizes);
-    node.args = std::move(args);
+    node.args.assign(args.begin(), args.end());
     node.results = {r};
     method_.nodes.push_back(std::move(node));
     NodeEffects e;
@@ -89,8 +89,8 @@ class GraphSketch {
       results.push_back(Add(num_results == 1 ? name : name + std::to_string(i),
                             ValueKind::kIntermediate, {2, 2}));
     }
-    node.args = std::move(args);
-    node.results = results;
+    node.args.assign(args.begin(), args.end());
+    node.results.assign(results.begin(), results.end());
     node.written_args = written;
     node.arg_dim_orders = std::move(arg_dim_orders);
     method_.nodes.push_back(std::move(node));
