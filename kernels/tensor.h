@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 
 namespace ferry {
@@ -67,10 +68,13 @@ inline int64_t ElementOffset(const TensorRef& t, const int64_t* index) {
   return off;
 }
 
+// Sizes of a tensor at load: inline up to rank 4, so most values allocate nothing.
+using TensorSizes = absl::InlinedVector<int64_t, 4>;
+
 // Load-time description of a tensor value.
 struct TensorMeta {
   DType dtype = DType::kFloat32;
-  std::vector<int64_t> sizes;
+  TensorSizes sizes;
   // Physical order of dimensions, outermost first: {0, 1, ..., rank-1} is row-major; {1, 0} on a
   // 2-D tensor is column-major (a stored transpose); {0, 2, 3, 1} on 4-D is channels-last.
   // Empty means row-major.

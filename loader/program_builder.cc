@@ -122,7 +122,7 @@ ValueId MethodBuilder::Input(std::string name, DType dtype, std::vector<int64_t>
   value.name = std::move(name);
   value.kind = ValueKind::kInput;
   value.meta.dtype = dtype;
-  value.meta.sizes = std::move(sizes);
+  value.meta.sizes.assign(sizes.begin(), sizes.end());
   if (std::string error = MetaError(value.meta); !error.empty()) {
     Fail(
         absl::InvalidArgumentError(absl::StrCat(Label(), ", input \"", value.name, "\": ", error)));
@@ -162,13 +162,13 @@ ValueId MethodBuilder::Constant(std::string name, TensorMeta meta, std::vector<u
 
 ValueId MethodBuilder::ConstantF32(std::string name, std::vector<int64_t> sizes,
                                    std::vector<float> data) {
-  return Constant(std::move(name), TensorMeta{DType::kFloat32, std::move(sizes), {}},
+  return Constant(std::move(name), TensorMeta{DType::kFloat32, {sizes.begin(), sizes.end()}, {}},
                   ToBytes(data));
 }
 
 ValueId MethodBuilder::ConstantI64(std::string name, std::vector<int64_t> sizes,
                                    std::vector<int64_t> data) {
-  return Constant(std::move(name), TensorMeta{DType::kInt64, std::move(sizes), {}}, ToBytes(data));
+  return Constant(std::move(name), TensorMeta{DType::kInt64, {sizes.begin(), sizes.end()}, {}}, ToBytes(data));
 }
 
 ValueId MethodBuilder::State(std::string name, TensorMeta meta, std::vector<uint8_t> initial_data) {
@@ -177,7 +177,7 @@ ValueId MethodBuilder::State(std::string name, TensorMeta meta, std::vector<uint
 
 ValueId MethodBuilder::StateF32(std::string name, std::vector<int64_t> sizes,
                                 std::vector<float> initial) {
-  return State(std::move(name), TensorMeta{DType::kFloat32, std::move(sizes), {}},
+  return State(std::move(name), TensorMeta{DType::kFloat32, {sizes.begin(), sizes.end()}, {}},
                ToBytes(initial));
 }
 
@@ -413,7 +413,8 @@ std::vector<ValueId> MethodBuilder::GraphDelegate(std::optional<std::string> tar
       sub_args.push_back(sub.Scalar(value.scalar));
       continue;
     }
-    ValueId in = sub.Input(value.name, value.meta.dtype, value.meta.sizes);
+    ValueId in = sub.Input(value.name, value.meta.dtype,
+                           {value.meta.sizes.begin(), value.meta.sizes.end()});
     if (in >= 0) {
       sub.def_.values[in].meta.dim_order = value.meta.dim_order;
       if (!options.arg_dim_orders.empty() && !options.arg_dim_orders[a].empty()) {

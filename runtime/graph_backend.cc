@@ -148,11 +148,11 @@ class GraphInstance : public DelegateInstance {
       ValueId v = main.inputs[i];
       const TensorRef& arg = init.args[tensor_args[i]];
       const TensorMeta& meta = main.values[v].meta;
-      std::vector<int64_t> sizes(arg.sizes.begin(), arg.sizes.begin() + arg.rank);
-      if (arg.dtype != meta.dtype || sizes != meta.sizes) {
+      const absl::Span<const int64_t> sizes(arg.sizes.data(), arg.rank);
+      if (arg.dtype != meta.dtype || sizes != absl::MakeConstSpan(meta.sizes)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "sub-graph input ", i, " is ", meta.ToString(), ", but argument ", tensor_args[i],
-            " is ", TensorMeta{arg.dtype, sizes, {}}.ToString()));
+            " is ", TensorMeta{arg.dtype, {sizes.begin(), sizes.end()}, {}}.ToString()));
       }
       refs_[v] = arg;
       refs_[v].data = nullptr;

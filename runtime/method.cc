@@ -524,14 +524,16 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     const ValueDef& value = m.values[m.inputs[i]];
     const Device& device = plan.input_device(i);
-    impl->plan_.inputs.push_back({value.name, value.meta.dtype, value.meta.sizes,
+    impl->plan_.inputs.push_back({value.name, value.meta.dtype,
+                                  {value.meta.sizes.begin(), value.meta.sizes.end()},
                                   value.meta.ByteSize().value_or(0), device,
                                   DeviceLabel(device, popt.device_map)});
   }
   for (size_t i = 0; i < m.outputs.size(); ++i) {
     const ValueDef& value = m.values[m.outputs[i]];
     const Device& device = plan.output_device(i);
-    impl->plan_.outputs.push_back({value.name, value.meta.dtype, value.meta.sizes,
+    impl->plan_.outputs.push_back({value.name, value.meta.dtype,
+                                   {value.meta.sizes.begin(), value.meta.sizes.end()},
                                    value.meta.ByteSize().value_or(0), device,
                                    DeviceLabel(device, popt.device_map)});
   }
@@ -738,7 +740,8 @@ absl::StatusOr<TensorView> RawView(const char* what, size_t index,
   if (bytes < io.bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, " ", index, " (\"", io.name, "\"): the buffer has ", bytes, " bytes, but ",
-        TensorMeta{io.dtype, io.sizes, {}}.ToString(), " needs ", io.bytes));
+        TensorMeta{io.dtype, {io.sizes.begin(), io.sizes.end()}, {}}.ToString(), " needs ",
+        io.bytes));
   }
   return TensorView(io.dtype, io.sizes, data, device);
 }

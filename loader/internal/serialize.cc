@@ -75,7 +75,7 @@ Offset<fbs::Method> WriteMethod(FlatBufferBuilder& fbb, const MethodDef& m,
                                         WriteScalar(fbb, value.scalar)));
       continue;
     }
-    auto sizes = fbb.CreateVector(value.meta.sizes);
+    auto sizes = fbb.CreateVector(value.meta.sizes.data(), value.meta.sizes.size());
     Offset<flatbuffers::Vector<int32_t>> dim_order;
     if (!value.meta.dim_order.empty()) dim_order = fbb.CreateVector(value.meta.dim_order);
     values.push_back(fbs::CreateValue(fbb, name, kind,

@@ -62,7 +62,9 @@ class GraphSketch {
     node.kind = NodeKind::kHostOp;
     node.op = op;
     node.name = op;
-    std::vector<int64_t> result_sizes = sizes.value_or(method_.values[args[0]].meta.sizes);
+    const TensorSizes& first = method_.values[args[0]].meta.sizes;
+    std::vector<int64_t> result_sizes =
+        sizes.value_or(std::vector<int64_t>(first.begin(), first.end()));
     ValueId r = Add(op, ValueKind::kIntermediate, result_sizes);
     node.args.assign(args.begin(), args.end());
     node.results = {r};
@@ -131,7 +133,7 @@ class GraphSketch {
     v.name = name;
     v.kind = kind;
     v.meta.dtype = DType::kFloat32;
-    v.meta.sizes = std::move(sizes);
+    v.meta.sizes.assign(sizes.begin(), sizes.end());
     method_.values.push_back(std::move(v));
     return static_cast<ValueId>(method_.values.size() - 1);
   }
