@@ -81,6 +81,10 @@ struct MethodDef {
   std::vector<NodeDef> nodes;       // in execution order
   std::vector<ValueId> inputs;      // the kInput values, in call order
   std::vector<ValueId> outputs;     // returned values, in order (tensors)
+  // Whether constant and state data lie in a read-only mapping of the program's file. Then the
+  // loader may drop the pages it has copied from the process (the file still holds them), which
+  // keeps host memory bounded while large constants are copied to a device.
+  bool data_in_mapped_file = false;
 };
 
 }  // namespace ferry

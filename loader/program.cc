@@ -131,6 +131,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage
       const fbs::Program* root,
       internal::VerifyProgram(absl::MakeConstSpan(storage->data, storage->size), {}));
   std::vector<MethodDef> methods = internal::BuildMethodDefs(*root);
+  for (MethodDef& m : methods) m.data_in_mapped_file = storage->mapping != nullptr;
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(methods)));
 }
 

@@ -15,6 +15,10 @@
 #include "loader/internal/verify.h"
 #include "memory/status_macros.h"
 
+// GCC 12 reports moves of an empty absl::InlinedVector (TensorMeta::sizes of a scalar value) as
+// reads of uninitialized memory; the inline storage of an empty vector is never read.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace ferry {
 namespace {
 

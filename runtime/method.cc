@@ -61,19 +61,57 @@ std::string DeviceLabel(const Device& device, const absl::flat_hash_map<Device, 
   return absl::StrCat(declared.front().ToString(), " (as ", device.ToString(), ")");
 }
 
-// Asks the kernel to reclaim the whole pages of [data, data + bytes). MADV_PAGEOUT drops clean
-// file-backed pages (a mapped program) and leaves anonymous memory without swap alone; it never
-// changes what the memory reads.
-void ReleaseCopiedPages(const void* data, size_t bytes) {
-#ifdef MADV_PAGEOUT
+// Load-time copies of program data run in pieces of this size, so that the program's pages
+// resident in the process stay bounded however large a constant is.
+constexpr size_t kLoadChunkBytes = size_t{16} << 20;
+
+// madvise over the whole pages inside [data, data + bytes); a hint, never an error.
+void AdvisePages(const void* data, size_t bytes, int advice) {
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
-  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+}
+
+// Maps the source pages of a piece in one call instead of one fault per page.
+void PrefetchPages(const void* data, size_t bytes) {
+#ifdef MADV_POPULATE_READ
+  AdvisePages(data, bytes, MADV_POPULATE_READ);
 #else
-  (void)data;
-  (void)bytes;
+  AdvisePages(data, bytes, MADV_WILLNEED);
 #endif
+}
+
+// A load-time copy (constant replica or state initial data) from the program's data. Runs in
+// pieces of kLoadChunkBytes when the copy is dense: each piece's source pages are mapped ahead of
+// the copy and, when the program is a read-only file mapping, dropped from the process after it
+// (the file keeps them; dropping never changes what the memory reads). A copy of more than one
+// piece is therefore issued, and counted by the device, as one copy per piece.
+absl::Status RunLoadCopy(const CopyExec& c, bool mapped_file) {
+  const char* src = static_cast<const char*>(c.src->data);
+  char* dst = static_cast<char*>(c.dst->data);
+  const bool dense = !c.strided && (c.direction == CopyDirection::kHostToDevice ||
+                                    c.direction == CopyDirection::kHostToHost);
+  if (!dense || c.bytes <= kLoadChunkBytes) {
+    if (mapped_file) PrefetchPages(src, c.bytes);
+    FERRY_RETURN_IF_ERROR(RunCopy(c));
+    FERRY_RETURN_IF_ERROR(c.dst_runtime->Synchronize());
+    if (mapped_file) AdvisePages(src, c.bytes, MADV_DONTNEED);
+    return absl::OkStatus();
+  }
+  for (size_t done = 0; done < c.bytes; done += kLoadChunkBytes) {
+    const size_t n = std::min(kLoadChunkBytes, c.bytes - done);
+    if (mapped_file) PrefetchPages(src + done, n);
+    if (c.direction == CopyDirection::kHostToHost) {
+      std::memcpy(dst + done, src + done, n);
+    } else {
+      FERRY_RETURN_IF_ERROR(c.dst_runtime->CopyHostToDevice(dst + done, src + done, n));
+      // The source must have been read before its pages are dropped.
+      FERRY_RETURN_IF_ERROR(c.dst_runtime->Synchronize());
+    }
+    if (mapped_file) AdvisePages(src + done, n, MADV_DONTNEED);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -411,18 +449,15 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
     }
   }
 
-  // 7. Load-time copies: state initial data and constant replicas. Program pages already copied
-  // are handed back to the kernel (a hint that never changes contents), so materializing large
-  // constants streams through host memory instead of keeping the program resident twice.
+  // 7. Load-time copies: state initial data and constant replicas, streamed from the program
+  // (see RunLoadCopy), so materializing large constants keeps host memory bounded.
   for (int32_t i : plan.load_copies) {
-    absl::Status s = RunCopy(impl->copies_[i]);
+    const bool mapped = m.data_in_mapped_file &&
+                        plan.buffers[plan.copies[i].src_buffer].kind == BufferKind::kProgramData;
+    absl::Status s = RunLoadCopy(impl->copies_[i], mapped);
     if (!s.ok()) {
       return absl::Status(s.code(), absl::StrCat(mctx, ": load-time copy ", i, " (",
                                                  plan.copies[i].reason, "): ", s.message()));
-    }
-    if (plan.buffers[plan.copies[i].src_buffer].kind == BufferKind::kProgramData) {
-      FERRY_RETURN_IF_ERROR(rt.devices().Find(plan.copies[i].dst_device)->Synchronize());
-      ReleaseCopiedPages(impl->copies_[i].src->data, plan.copies[i].bytes);
     }
   }
   for (const Device& device : devices) {

@@ -172,7 +172,9 @@ TEST(PlacementTest, ConstantsGetOneReplicaPerDeviceAtLoad) {
   std::vector<Row> once;
   for (const Row& row : Manifest(g, plan)) {
     if (std::get<0>(row) == "once") once.push_back(row);
-    if (std::get<0>(row) == "per call") EXPECT_NE(std::get<2>(row), "w");
+    if (std::get<0>(row) == "per call") {
+      EXPECT_NE(std::get<2>(row), "w");
+    }
   }
   EXPECT_THAT(once, ElementsAre(Row{"once", "h2d", "w", "host", "sim:0", 16},
                                 Row{"once", "h2d", "w", "host", "sim:1", 16}));
