@@ -21,7 +21,10 @@
 //  - CopyHostToDevice from pageable memory returns once the whole source has been read into
 //    staging (the caller may reuse or free it at once); the last DMAs may still be in flight.
 //  - CopyDeviceToHost into pageable memory returns with the data in place.
-// CopyHostStridedToDevice gathers on the host into a temporary pinned buffer, copies it and waits.
+// CopyHostStridedToDevice of a dense permutation (a transposed or channels-last constant) copies
+// the source's raw bytes to a temporary device buffer the same way and gathers them into `dst`
+// with a kernel (memory/cuda/strided_copy.h), then waits and frees the temporary; other layouts
+// are gathered on the host into a temporary pinned buffer. Either counts as one h2d copy.
 //
 // Memory. Device memory comes from cudaMalloc (one allocation per arena or constant region, sized
 // at load). The staging chunks, the stream and the events are created by Open(), so no copy ever
