@@ -13,6 +13,7 @@
 // handle per device created by PrepareCudaKernels at load.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
@@ -22,6 +23,7 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -908,6 +910,75 @@ absl::Status LaunchGemm(absl::string_view op, const GemmParams& p) {
 
 // ---- cuBLAS ---------------------------------------------------------------------------------
 
+// cuBLAS is opened with dlopen by the first PrepareCudaKernels, not linked: linking it makes every
+// process that links the kernels (each test binary, the CLI, the benchmarks) load cuBLAS and
+// cuBLASLt at start-up, GPU or not, which costs about half a second per process. `cublas` holds
+// the entry points; it is filled under g_cublas_mutex before any device is marked ready, and read
+// only after that (see CublasDevice).
+#define FERRY_STRINGIFY_EXPANDED(x) FERRY_STRINGIFY(x)
+#define FERRY_STRINGIFY(x) #x
+
+constexpr const char* kCublasSoname = "libcublas.so." FERRY_STRINGIFY_EXPANDED(CUBLAS_VER_MAJOR);
+
+struct CublasApi {
+  decltype(&cublasCreate) Create = nullptr;
+  decltype(&cublasDestroy) Destroy = nullptr;
+  decltype(&cublasSetMathMode) SetMathMode = nullptr;
+  decltype(&cublasSetWorkspace) SetWorkspace = nullptr;
+  decltype(&cublasSetStream) SetStream = nullptr;
+  decltype(&cublasSgemm) Sgemm = nullptr;
+  decltype(&cublasSgemmStridedBatched) SgemmStridedBatched = nullptr;
+  decltype(&cublasGetStatusName) GetStatusName = nullptr;
+  decltype(&cublasGetStatusString) GetStatusString = nullptr;
+};
+
+CublasApi cublas;
+std::mutex g_cublas_mutex;
+
+// Opens cuBLAS and fills `cublas`, once; the caller holds g_cublas_mutex.
+absl::Status LoadCublas() {
+  static bool loaded = false;
+  if (loaded) return absl::OkStatus();
+  // The soname through the usual search (the binaries' run path names the toolkit's library
+  // directory), then the library this build was configured with.
+  std::string errors;
+  void* library = nullptr;
+  for (const char* name : {kCublasSoname, FERRY_CUBLAS_LIBRARY}) {
+    library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (library != nullptr) break;
+    const char* error = dlerror();
+    absl::StrAppend(&errors, errors.empty() ? "" : "; ", error != nullptr ? error : name);
+  }
+  if (library == nullptr) {
+    return absl::InternalError(absl::StrCat("cuBLAS could not be loaded: ", errors));
+  }
+  CublasApi api;
+  auto find = [library](auto& entry, const char* symbol) -> absl::Status {
+    void* address = dlsym(library, symbol);
+    if (address == nullptr) {
+      return absl::InternalError(absl::StrCat("cuBLAS (", kCublasSoname, ") lacks ", symbol));
+    }
+    entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(address);
+    return absl::OkStatus();
+  };
+  // The names after cublas_v2.h's renames (cublasCreate is cublasCreate_v2, ...).
+#define FERRY_FIND_CUBLAS(entry, function) \
+  FERRY_RETURN_IF_ERROR(find(api.entry, FERRY_STRINGIFY_EXPANDED(function)))
+  FERRY_FIND_CUBLAS(Create, cublasCreate);
+  FERRY_FIND_CUBLAS(Destroy, cublasDestroy);
+  FERRY_FIND_CUBLAS(SetMathMode, cublasSetMathMode);
+  FERRY_FIND_CUBLAS(SetWorkspace, cublasSetWorkspace);
+  FERRY_FIND_CUBLAS(SetStream, cublasSetStream);
+  FERRY_FIND_CUBLAS(Sgemm, cublasSgemm);
+  FERRY_FIND_CUBLAS(SgemmStridedBatched, cublasSgemmStridedBatched);
+  FERRY_FIND_CUBLAS(GetStatusName, cublasGetStatusName);
+  FERRY_FIND_CUBLAS(GetStatusString, cublasGetStatusString);
+#undef FERRY_FIND_CUBLAS
+  cublas = api;
+  loaded = true;  // the library stays open for the process's life
+  return absl::OkStatus();
+}
+
 // A failed cuBLAS call as CudaStatus reports a CUDA one: Internal (ResourceExhausted when cuBLAS
 // could not allocate) with the expression, cuBLAS's status name and text, and file:line.
 absl::Status CublasStatus(cublasStatus_t status, const char* expr, const char* file, int line) {
@@ -915,8 +986,9 @@ absl::Status CublasStatus(cublasStatus_t status, const char* expr, const char* f
   const absl::StatusCode code = status == CUBLAS_STATUS_ALLOC_FAILED
                                     ? absl::StatusCode::kResourceExhausted
                                     : absl::StatusCode::kInternal;
-  return absl::Status(code, absl::StrCat(expr, " failed: ", cublasGetStatusName(status), " (",
-                                         cublasGetStatusString(status), ") at ", file, ":", line));
+  return absl::Status(code, absl::StrCat(expr, " failed: ", cublas.GetStatusName(status), " (",
+                                         cublas.GetStatusString(status), ") at ", file, ":",
+                                         line));
 }
 
 #define FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, expr) \
@@ -939,7 +1011,6 @@ struct CublasDevice {
 };
 
 CublasDevice g_cublas[kMaxCudaDevices];
-std::mutex g_cublas_mutex;
 
 thread_local CudaGemmCounts t_gemm_counts;
 
@@ -954,12 +1025,12 @@ absl::Status CreateCublas(int index, absl::string_view op, CublasDevice& d) {
   void* workspace = nullptr;
   cudaEvent_t last_use = nullptr;
   auto create = [&]() -> absl::Status {
-    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublasCreate(&handle));
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublas.Create(&handle));
     // Results are compared with the host's in float32: no TF32 (CUBLAS_DEFAULT_MATH never
     // lowers the precision of float32 operands), set explicitly rather than trusted as default.
-    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublas.SetMathMode(handle, CUBLAS_DEFAULT_MATH));
     FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaMalloc(&workspace, workspace_bytes));
-    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublasSetWorkspace(handle, workspace, workspace_bytes));
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublas.SetWorkspace(handle, workspace, workspace_bytes));
     FERRY_CUDA_OP_RETURN_IF_ERROR(op,
                                   cudaEventCreateWithFlags(&last_use, cudaEventDisableTiming));
     return absl::OkStatus();
@@ -968,7 +1039,7 @@ absl::Status CreateCublas(int index, absl::string_view op, CublasDevice& d) {
   if (!status.ok()) {
     if (last_use != nullptr) cudaEventDestroy(last_use);
     if (workspace != nullptr) cudaFree(workspace);
-    if (handle != nullptr) cublasDestroy(handle);
+    if (handle != nullptr) cublas.Destroy(handle);
     return status;
   }
   d.handle = handle;
@@ -989,10 +1060,10 @@ absl::StatusOr<CublasDevice*> CurrentCublas(absl::string_view op) {
   CublasDevice& d = g_cublas[device];
   if (!d.ready.load(std::memory_order_acquire)) return nullptr;
   if (d.stream != t_stream) {
-    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublasSetStream(d.handle, t_stream));
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublas.SetStream(d.handle, t_stream));
     // cublasSetStream drops the user workspace: set it again.
-    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op,
-                                    cublasSetWorkspace(d.handle, d.workspace, d.workspace_bytes));
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(
+        op, cublas.SetWorkspace(d.handle, d.workspace, d.workspace_bytes));
     FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaStreamWaitEvent(t_stream, d.last_use, 0));
     d.stream = t_stream;
   }
@@ -1079,14 +1150,14 @@ absl::Status RunCublasGemm(absl::string_view op, CublasDevice& d, const BlasGemm
   const int ldb = static_cast<int>(g.b_op.ld);
   if (g.batch == 1) {
     FERRY_CUBLAS_OP_RETURN_IF_ERROR(
-        op, cublasSgemm(d.handle, g.b_op.op, g.a_op.op, n, m, k, &alpha, g.b, ldb, g.a, lda,
-                        &beta, g.c, n));
+        op, cublas.Sgemm(d.handle, g.b_op.op, g.a_op.op, n, m, k, &alpha, g.b, ldb, g.a, lda,
+                         &beta, g.c, n));
   } else {
     const long long c_batch_stride = static_cast<long long>(g.m) * g.n;
     FERRY_CUBLAS_OP_RETURN_IF_ERROR(
-        op, cublasSgemmStridedBatched(d.handle, g.b_op.op, g.a_op.op, n, m, k, &alpha, g.b, ldb,
-                                      g.b_batch_stride, g.a, lda, g.a_batch_stride, &beta, g.c,
-                                      n, c_batch_stride, static_cast<int>(g.batch)));
+        op, cublas.SgemmStridedBatched(d.handle, g.b_op.op, g.a_op.op, n, m, k, &alpha, g.b,
+                                       ldb, g.b_batch_stride, g.a, lda, g.a_batch_stride, &beta,
+                                       g.c, n, c_batch_stride, static_cast<int>(g.batch)));
   }
   FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaEventRecord(d.last_use, t_stream));
   ++t_gemm_counts.cublas;
@@ -1253,6 +1324,7 @@ absl::Status PrepareCudaKernels(int device_index) {
   std::lock_guard<std::mutex> lock(g_cublas_mutex);
   if (d.ready.load(std::memory_order_relaxed)) return absl::OkStatus();
   const std::string op = absl::StrCat("preparing the CUDA kernels of cuda:", device_index);
+  FERRY_RETURN_IF_ERROR(WithOp(op, LoadCublas()));
   int previous = 0;
   FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaGetDevice(&previous));
   const absl::Status status = CreateCublas(device_index, op, d);

@@ -61,11 +61,13 @@ bool HaveCudaKernels();
 // device. The stream must belong to the device the calling thread has current.
 void SetCurrentCudaStream(void* stream);
 
-// Load-time preparation of the kernels for CUDA device `device_index`: creates that device's cuBLAS
-// handle (math mode CUBLAS_DEFAULT_MATH) and its workspace, once per process; later calls return
-// OK at once. The handle and workspace live until the process exits. The calling thread's current
-// device is left as it was. Never called by kernels, so nothing is created inside Execute.
-// InvalidArgument for an index outside [0, 64); Internal naming the failed CUDA or cuBLAS call
+// Load-time preparation of the kernels for CUDA device `device_index`: opens cuBLAS (dlopen, at the
+// first call in the process, so processes that never use a GPU never load it) and creates that
+// device's cuBLAS handle (math mode CUBLAS_DEFAULT_MATH) and workspace, once per process; later
+// calls return OK at once. The library, handle and workspace live until the process exits. The
+// calling thread's current device is left as it was. Never called by kernels, so nothing is
+// created inside Execute. InvalidArgument for an index outside [0, 64); Internal when cuBLAS
+// cannot be loaded (with the loader's text) and naming the failed CUDA or cuBLAS call otherwise
 // (ResourceExhausted when device memory runs out); FailedPrecondition in builds without CUDA.
 absl::Status PrepareCudaKernels(int device_index);
 
