@@ -11,11 +11,11 @@ function(ferry_library name)
 endfunction()
 
 # ferry_test(NAME SOURCES ... DEPS ... [LABELS ...])
-# One gtest binary; its tests are discovered by ctest one by one.
+# One gtest binary; its tests are discovered by ctest one by one. Sources may be .cu (CUDA builds).
 function(ferry_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_compile_options(${name} PRIVATE ${FERRY_WARNINGS})
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${FERRY_WARNINGS}>)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} ferry::testing GTest::gmock GTest::gtest_main)
   set(props "")
   if(ARG_LABELS)

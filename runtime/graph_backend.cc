@@ -286,6 +286,7 @@ class GraphInstance : public DelegateInstance {
     for (size_t i = 0; i < requests.size(); ++i) {
       scratch_refs_.emplace_back(request_value[i], plan.offsets[i]);
     }
+    if (on_cuda_) FERRY_RETURN_IF_ERROR(PrepareCudaKernels(init.device.index));
     for (size_t n = 0; n < main.nodes.size(); ++n) {
       const OpSchema& schema = *node_refs[n].schema;
       KernelFn kernel = schema.kernel;

@@ -9,14 +9,21 @@
 // that are all row-major contiguous over the result's shape take flat kernels with no index math.
 //
 // Kernel parameters are passed by value (the layouts are small PODs), so no launch needs device
-// memory of its own.
+// memory of its own. matmul and linear hand layouts cuBLAS takes directly to cuBLAS, through one
+// handle per device created by PrepareCudaKernels at load.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -901,6 +908,288 @@ absl::Status LaunchGemm(absl::string_view op, const GemmParams& p) {
   return LaunchStatus(op, "GemmTiled");
 }
 
+// ---- cuBLAS ---------------------------------------------------------------------------------
+
+// cuBLAS is opened with dlopen by the first PrepareCudaKernels, not linked: linking it makes every
+// process that links the kernels (each test binary, the CLI, the benchmarks) load cuBLAS and
+// cuBLASLt at start-up, GPU or not, which costs about half a second per process. `cublas` holds
+// the entry points; it is filled under g_cublas_mutex before any device is marked ready, and read
+// only after that (see CublasDevice).
+#define FERRY_STRINGIFY_EXPANDED(x) FERRY_STRINGIFY(x)
+#define FERRY_STRINGIFY(x) #x
+
+constexpr const char* kCublasSoname = "libcublas.so." FERRY_STRINGIFY_EXPANDED(CUBLAS_VER_MAJOR);
+
+struct CublasApi {
+  decltype(&cublasCreate) Create = nullptr;
+  decltype(&cublasDestroy) Destroy = nullptr;
+  decltype(&cublasSetMathMode) SetMathMode = nullptr;
+  decltype(&cublasSetWorkspace) SetWorkspace = nullptr;
+  decltype(&cublasSetStream) SetStream = nullptr;
+  decltype(&cublasSgemm) Sgemm = nullptr;
+  decltype(&cublasSgemmStridedBatched) SgemmStridedBatched = nullptr;
+  decltype(&cublasGetStatusName) GetStatusName = nullptr;
+  decltype(&cublasGetStatusString) GetStatusString = nullptr;
+};
+
+CublasApi cublas;
+std::mutex g_cublas_mutex;
+
+// Opens cuBLAS and fills `cublas`, once; the caller holds g_cublas_mutex.
+absl::Status LoadCublas() {
+  static bool loaded = false;
+  if (loaded) return absl::OkStatus();
+  // The soname through the usual search (the binaries' run path names the toolkit's library
+  // directory), then the library this build was configured with.
+  std::string errors;
+  void* library = nullptr;
+  for (const char* name : {kCublasSoname, FERRY_CUBLAS_LIBRARY}) {
+    library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (library != nullptr) break;
+    const char* error = dlerror();
+    absl::StrAppend(&errors, errors.empty() ? "" : "; ", error != nullptr ? error : name);
+  }
+  if (library == nullptr) {
+    return absl::InternalError(absl::StrCat("cuBLAS could not be loaded: ", errors));
+  }
+  CublasApi api;
+  auto find = [library](auto& entry, const char* symbol) -> absl::Status {
+    void* address = dlsym(library, symbol);
+    if (address == nullptr) {
+      return absl::InternalError(absl::StrCat("cuBLAS (", kCublasSoname, ") lacks ", symbol));
+    }
+    entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(address);
+    return absl::OkStatus();
+  };
+  // The names after cublas_v2.h's renames (cublasCreate is cublasCreate_v2, ...).
+#define FERRY_FIND_CUBLAS(entry, function) \
+  FERRY_RETURN_IF_ERROR(find(api.entry, FERRY_STRINGIFY_EXPANDED(function)))
+  FERRY_FIND_CUBLAS(Create, cublasCreate);
+  FERRY_FIND_CUBLAS(Destroy, cublasDestroy);
+  FERRY_FIND_CUBLAS(SetMathMode, cublasSetMathMode);
+  FERRY_FIND_CUBLAS(SetWorkspace, cublasSetWorkspace);
+  FERRY_FIND_CUBLAS(SetStream, cublasSetStream);
+  FERRY_FIND_CUBLAS(Sgemm, cublasSgemm);
+  FERRY_FIND_CUBLAS(SgemmStridedBatched, cublasSgemmStridedBatched);
+  FERRY_FIND_CUBLAS(GetStatusName, cublasGetStatusName);
+  FERRY_FIND_CUBLAS(GetStatusString, cublasGetStatusString);
+#undef FERRY_FIND_CUBLAS
+  cublas = api;
+  loaded = true;  // the library stays open for the process's life
+  return absl::OkStatus();
+}
+
+// A failed cuBLAS call as CudaStatus reports a CUDA one: Internal (ResourceExhausted when cuBLAS
+// could not allocate) with the expression, cuBLAS's status name and text, and file:line.
+absl::Status CublasStatus(cublasStatus_t status, const char* expr, const char* file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  const absl::StatusCode code = status == CUBLAS_STATUS_ALLOC_FAILED
+                                    ? absl::StatusCode::kResourceExhausted
+                                    : absl::StatusCode::kInternal;
+  return absl::Status(code, absl::StrCat(expr, " failed: ", cublas.GetStatusName(status), " (",
+                                         cublas.GetStatusString(status), ") at ", file, ":",
+                                         line));
+}
+
+#define FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, expr) \
+  FERRY_RETURN_IF_ERROR(WithOp((op), CublasStatus((expr), #expr, __FILE__, __LINE__)))
+
+constexpr int kMaxCudaDevices = 64;
+
+// The cuBLAS state of one device. PrepareCudaKernels fills it under g_cublas_mutex and then sets
+// `ready` (release); kernels read it after an acquire load of `ready`, without a lock. `stream` is
+// changed by kernels only, one thread per device at a time (see the header).
+struct CublasDevice {
+  std::atomic<bool> ready{false};
+  cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;  // ours, so cuBLAS never allocates one while a method executes
+  size_t workspace_bytes = 0;
+  // Recorded after every cuBLAS call. A stream that takes the handle over waits for it first: the
+  // previous stream's last call may still be using the workspace.
+  cudaEvent_t last_use = nullptr;
+  cudaStream_t stream = nullptr;  // the stream the handle is bound to
+};
+
+CublasDevice g_cublas[kMaxCudaDevices];
+
+thread_local CudaGemmCounts t_gemm_counts;
+
+absl::Status CreateCublas(int index, absl::string_view op, CublasDevice& d) {
+  FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaSetDevice(index));
+  int major = 0;
+  FERRY_CUDA_OP_RETURN_IF_ERROR(
+      op, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index));
+  // The workspace size cuBLAS recommends: 32 MiB from Hopper on, 4 MiB before.
+  const size_t workspace_bytes = size_t{major >= 9 ? 32u : 4u} << 20;
+  cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  cudaEvent_t last_use = nullptr;
+  auto create = [&]() -> absl::Status {
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublas.Create(&handle));
+    // Results are compared with the host's in float32: no TF32 (CUBLAS_DEFAULT_MATH never
+    // lowers the precision of float32 operands), set explicitly rather than trusted as default.
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublas.SetMathMode(handle, CUBLAS_DEFAULT_MATH));
+    FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaMalloc(&workspace, workspace_bytes));
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublas.SetWorkspace(handle, workspace, workspace_bytes));
+    FERRY_CUDA_OP_RETURN_IF_ERROR(op,
+                                  cudaEventCreateWithFlags(&last_use, cudaEventDisableTiming));
+    return absl::OkStatus();
+  };
+  const absl::Status status = create();
+  if (!status.ok()) {
+    if (last_use != nullptr) cudaEventDestroy(last_use);
+    if (workspace != nullptr) cudaFree(workspace);
+    if (handle != nullptr) cublas.Destroy(handle);
+    return status;
+  }
+  d.handle = handle;
+  d.workspace = workspace;
+  d.workspace_bytes = workspace_bytes;
+  d.last_use = last_use;
+  d.stream = nullptr;  // cublasCreate binds the legacy default stream
+  d.ready.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+// The cuBLAS state of the calling thread's current device, bound to the current stream; nullptr
+// when PrepareCudaKernels has not run for that device (the caller takes the tiled kernel).
+absl::StatusOr<CublasDevice*> CurrentCublas(absl::string_view op) {
+  int device = -1;
+  FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaGetDevice(&device));
+  if (device < 0 || device >= kMaxCudaDevices) return nullptr;
+  CublasDevice& d = g_cublas[device];
+  if (!d.ready.load(std::memory_order_acquire)) return nullptr;
+  if (d.stream != t_stream) {
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, cublas.SetStream(d.handle, t_stream));
+    // cublasSetStream drops the user workspace: set it again.
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(
+        op, cublas.SetWorkspace(d.handle, d.workspace, d.workspace_bytes));
+    FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaStreamWaitEvent(t_stream, d.last_use, 0));
+    d.stream = t_stream;
+  }
+  return &d;
+}
+
+// How cuBLAS (column-major) reads a row-major operand of `rows` x `cols` with element strides
+// (row_stride, col_stride). Row-major storage with leading dimension `ld` is, to cuBLAS, the
+// transpose stored column-major, so in the swapped product below it takes CUBLAS_OP_N; a
+// transposed view of a row-major matrix (unit row stride) takes CUBLAS_OP_T. Strides of size-1
+// dimensions are ignored. ok is false for anything else (broadcast, gaps in both dimensions,
+// overlapping rows, negative strides, a leading dimension beyond int).
+struct BlasOperand {
+  bool ok = false;
+  cublasOperation_t op = CUBLAS_OP_N;
+  int64_t ld = 0;
+};
+
+BlasOperand AsBlasOperand(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (cols == 1 || col_stride == 1) {
+    const int64_t ld = rows == 1 ? std::max<int64_t>(cols, 1) : row_stride;
+    if (ld >= std::max<int64_t>(cols, 1) && ld <= kIntMax) return {true, CUBLAS_OP_N, ld};
+  }
+  if (rows == 1 || row_stride == 1) {
+    const int64_t ld = cols == 1 ? std::max<int64_t>(rows, 1) : col_stride;
+    if (ld >= std::max<int64_t>(rows, 1) && ld <= kIntMax) return {true, CUBLAS_OP_T, ld};
+  }
+  return {};
+}
+
+// C = A B (plus what C holds when `accumulate`) for `batch` problems of row-major [m, k] x [k, n],
+// with C row-major contiguous and the problems `m * n` elements apart. cuBLAS is column-major, so
+// it computes C^T = B^T A^T: B is its first operand and A its second.
+struct BlasGemm {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t batch = 1;
+  const float* a = nullptr;
+  BlasOperand a_op;
+  int64_t a_batch_stride = 0;  // 0 for a broadcast operand, which cuBLAS allows for A and B
+  const float* b = nullptr;
+  BlasOperand b_op;
+  int64_t b_batch_stride = 0;
+  float* c = nullptr;
+  bool accumulate = false;
+};
+
+// Fills `*g` and returns true when the strided GEMM `p` is one cuBLAS takes directly: every
+// operand a matrix cuBLAS reads (AsBlasOperand), at most one batch dimension after collapsing
+// (uniform batch strides), and a contiguous result.
+bool AsBlasGemm(const GemmParams& p, BlasGemm* g) {
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (p.k == 0 || p.rows.rank > 1 || p.batch.rank > 1) return false;
+  if (p.m > kIntMax || p.n > kIntMax || p.k > kIntMax || p.batch_count > kIntMax) return false;
+  const int64_t o_row = p.rows.rank == 1 ? p.rows.strides[0][0] : p.n;
+  const int64_t a_row = p.rows.rank == 1 ? p.rows.strides[1][0] : 0;
+  if ((p.n > 1 && p.o_n != 1) || (p.m > 1 && o_row != p.n)) return false;
+  if (p.batch.rank == 1 && p.batch.strides[0][0] != p.m * p.n) return false;
+  g->a_op = AsBlasOperand(p.m, p.k, a_row, p.a_k);
+  g->b_op = AsBlasOperand(p.k, p.n, p.b_k, p.b_n);
+  if (!g->a_op.ok || !g->b_op.ok) return false;
+  g->m = p.m;
+  g->n = p.n;
+  g->k = p.k;
+  g->batch = p.batch_count;
+  g->a = p.a;
+  g->b = p.b;
+  g->c = p.o;
+  g->a_batch_stride = p.batch.rank == 1 ? p.batch.strides[1][0] : 0;
+  g->b_batch_stride = p.batch.rank == 1 ? p.batch.strides[2][0] : 0;
+  g->accumulate = p.bias != nullptr;
+  return true;
+}
+
+absl::Status RunCublasGemm(absl::string_view op, CublasDevice& d, const BlasGemm& g) {
+  const float alpha = 1.0f;
+  const float beta = g.accumulate ? 1.0f : 0.0f;
+  const int m = static_cast<int>(g.m);
+  const int n = static_cast<int>(g.n);
+  const int k = static_cast<int>(g.k);
+  const int lda = static_cast<int>(g.a_op.ld);
+  const int ldb = static_cast<int>(g.b_op.ld);
+  if (g.batch == 1) {
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(
+        op, cublas.Sgemm(d.handle, g.b_op.op, g.a_op.op, n, m, k, &alpha, g.b, ldb, g.a, lda,
+                         &beta, g.c, n));
+  } else {
+    const long long c_batch_stride = static_cast<long long>(g.m) * g.n;
+    FERRY_CUBLAS_OP_RETURN_IF_ERROR(
+        op, cublas.SgemmStridedBatched(d.handle, g.b_op.op, g.a_op.op, n, m, k, &alpha, g.b,
+                                       ldb, g.b_batch_stride, g.a, lda, g.a_batch_stride, &beta,
+                                       g.c, n, c_batch_stride, static_cast<int>(g.batch)));
+  }
+  FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaEventRecord(d.last_use, t_stream));
+  ++t_gemm_counts.cublas;
+  return absl::OkStatus();
+}
+
+// out[i, j] = bias[j] over linear's contiguous [m, n] result, for cuBLAS to add the product to.
+absl::Status FillRowsWithBias(absl::string_view op, const GemmParams& p) {
+  const int64_t sizes[2] = {p.m, p.n};
+  const int64_t out_strides[2] = {p.n, 1};
+  const int64_t bias_strides[2] = {0, p.bias_n};
+  int64_t count = 0;
+  const Offsets<2> l = Collapse<2>(2, sizes, {out_strides, bias_strides}, &count);
+  CopyStrided<float><<<Blocks(count), kThreads, 0, t_stream>>>(p.o, p.bias, l, count);
+  return LaunchStatus(op, "CopyStrided");
+}
+
+// cuBLAS when the layouts and the device allow it, the tiled kernel otherwise.
+absl::Status RunGemm(absl::string_view op, const GemmParams& p) {
+  if (p.m == 0 || p.n == 0 || p.batch_count == 0) return absl::OkStatus();
+  BlasGemm g;
+  if (AsBlasGemm(p, &g)) {
+    FERRY_ASSIGN_OR_RETURN(CublasDevice* cublas, CurrentCublas(op));
+    if (cublas != nullptr) {
+      if (g.accumulate) FERRY_RETURN_IF_ERROR(FillRowsWithBias(op, p));
+      return RunCublasGemm(op, *cublas, g);
+    }
+  }
+  ++t_gemm_counts.tiled;
+  return LaunchGemm(op, p);
+}
+
 absl::Status MatmulKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
   const TensorRef& a = *args[0].tensor;
   const TensorRef& b = *args[1].tensor;
@@ -934,7 +1223,7 @@ absl::Status MatmulKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* co
   p.batch = Collapse<3>(batch_rank, out.sizes.data(), {out.strides.data(), a_strides, b_strides},
                         &p.batch_count);
   p.b_along_k = p.b_k == 1 && p.b_n != 1;
-  return LaunchGemm("matmul", p);
+  return RunGemm("matmul", p);
 }
 
 absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
@@ -958,7 +1247,7 @@ absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* co
   p.o_n = out.strides[lead];
   p.rows = Collapse<2>(lead, out.sizes.data(), {out.strides.data(), x.strides.data()}, &p.m);
   p.b_along_k = p.b_k == 1 && p.b_n != 1;
-  return LaunchGemm("linear", p);
+  return RunGemm("linear", p);
 }
 
 // ---- Table ----------------------------------------------------------------------------------
@@ -1023,6 +1312,30 @@ const KernelTable& Table() {
 bool HaveCudaKernels() { return true; }
 
 void SetCurrentCudaStream(void* stream) { t_stream = static_cast<cudaStream_t>(stream); }
+
+absl::Status PrepareCudaKernels(int device_index) {
+  if (device_index < 0 || device_index >= kMaxCudaDevices) {
+    return absl::InvalidArgumentError(absl::StrCat("PrepareCudaKernels: device index ",
+                                                   device_index, " is outside [0, ",
+                                                   kMaxCudaDevices, ")"));
+  }
+  CublasDevice& d = g_cublas[device_index];
+  if (d.ready.load(std::memory_order_acquire)) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(g_cublas_mutex);
+  if (d.ready.load(std::memory_order_relaxed)) return absl::OkStatus();
+  const std::string op = absl::StrCat("preparing the CUDA kernels of cuda:", device_index);
+  FERRY_RETURN_IF_ERROR(WithOp(op, LoadCublas()));
+  int previous = 0;
+  FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaGetDevice(&previous));
+  const absl::Status status = CreateCublas(device_index, op, d);
+  const absl::Status restored = WithOp(
+      op, internal::CudaStatus(cudaSetDevice(previous), "cudaSetDevice(previous)", __FILE__,
+                               __LINE__));
+  FERRY_RETURN_IF_ERROR(status);
+  return restored;
+}
+
+CudaGemmCounts GetCudaGemmCounts() { return t_gemm_counts; }
 
 KernelFn FindCudaKernel(absl::string_view op) {
   const KernelTable& table = Table();

@@ -1,5 +1,6 @@
 // CUDA kernels for the built-in ops, looked up by op name, for the graph backend on CUDA devices.
 //
+//   FERRY_RETURN_IF_ERROR(PrepareCudaKernels(0));  // at load, once per device used
 //   KernelFn relu = FindCudaKernel("relu");   // at load; nullptr: the op has no CUDA kernel
 //   SetCurrentCudaStream(stream);             // before running a sub-graph on the device
 //   FERRY_RETURN_IF_ERROR(relu(args, results));
@@ -13,16 +14,30 @@
 //    its indices to the host and synchronizes the stream to check them before writing anything;
 //  - allocates nothing and sets no data pointers; the one exception is index_put_'s small pinned
 //    staging buffer, allocated once per thread at its first call and kept for the thread's life;
+//  - matmul and linear call cuBLAS (cublasSgemm / cublasSgemmStridedBatched on the current stream,
+//    CUBLAS_DEFAULT_MATH: no TF32, float32 accumulation) when PrepareCudaKernels has run for the
+//    current device and the operands are layouts cuBLAS takes directly: each matrix operand
+//    row-major or a transposed view of one (unit stride in one of its two dimensions), batch
+//    dimensions that collapse to one uniform stride per operand, and a row-major contiguous
+//    result. Anything else, and any device not prepared, takes the tiled kernel. cuBLAS sums in
+//    its own order, so results differ from the host's by float32 rounding (within 1e-4 relative
+//    on the tested shapes), where the tiled kernel sums in the host's order;
 //  - returns InvalidArgument only for what is known at run time alone (an index out of range in
 //    index_put_, checked before any element is written), Unimplemented for a dtype the op has no
 //    CUDA kernel for (infer rejects these already), and Internal (ResourceExhausted for CUDA memory
 //    errors) with the op, the CUDA kernel or call and CUDA's own error text when a launch or a CUDA
-//    call fails. Errors of earlier asynchronous work may surface in a later kernel's status.
+//    call fails; likewise for a failed cuBLAS call, with cuBLAS's status (ResourceExhausted for
+//    CUBLAS_STATUS_ALLOC_FAILED). Errors of earlier asynchronous work may surface in a later
+//    kernel's status.
 // float32 throughout; int64 also for add, sub, mul, maximum, minimum, neg, abs, relu, copy_,
 // clone, reshape, cat, fill_ and index_put_ (and their in-place forms).
 //
-// Thread safety: FindCudaKernel and HaveCudaKernels may be called from any thread. The current
-// stream is per thread. Kernels hold no shared state.
+// Thread safety: FindCudaKernel, HaveCudaKernels and PrepareCudaKernels may be called from any
+// thread (handle creation is guarded by a mutex). The current stream is per thread. The only
+// shared state is the cuBLAS handle of each prepared device, which matmul and linear bind to the
+// current stream: kernels for one device must be launched from one thread at a time, as the
+// DeviceRuntime contract already requires of the device's runtime. Work of two streams on one
+// device that both use the handle is ordered by an event, so they never share its workspace.
 //
 // This header names no CUDA type, so code built without CUDA can include it; builds without CUDA
 // link kernels/cuda/no_cuda_ops.cc instead, where HaveCudaKernels() is false and every lookup
@@ -30,6 +45,9 @@
 #ifndef FERRY_KERNELS_CUDA_CUDA_OPS_H_
 #define FERRY_KERNELS_CUDA_CUDA_OPS_H_
 
+#include <cstdint>
+
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "kernels/op_registry.h"
 
@@ -42,6 +60,24 @@ bool HaveCudaKernels();
 // the legacy default stream). The graph backend sets it before running a sub-graph on a CUDA
 // device. The stream must belong to the device the calling thread has current.
 void SetCurrentCudaStream(void* stream);
+
+// Load-time preparation of the kernels for CUDA device `device_index`: opens cuBLAS (dlopen, at the
+// first call in the process, so processes that never use a GPU never load it) and creates that
+// device's cuBLAS handle (math mode CUBLAS_DEFAULT_MATH) and workspace, once per process; later
+// calls return OK at once. The library, handle and workspace live until the process exits. The
+// calling thread's current device is left as it was. Never called by kernels, so nothing is
+// created inside Execute. InvalidArgument for an index outside [0, 64); Internal when cuBLAS
+// cannot be loaded (with the loader's text) and naming the failed CUDA or cuBLAS call otherwise
+// (ResourceExhausted when device memory runs out); FailedPrecondition in builds without CUDA.
+absl::Status PrepareCudaKernels(int device_index);
+
+// How many matmul and linear calls on the calling thread went to cuBLAS and how many to the tiled
+// kernel, since the thread started; for tests and benchmarks.
+struct CudaGemmCounts {
+  uint64_t cublas = 0;
+  uint64_t tiled = 0;
+};
+CudaGemmCounts GetCudaGemmCounts();
 
 // The CUDA kernel of a registered op, with the same KernelFn signature as host kernels
 // (kernels/op_registry.h); nullptr when the op has no CUDA kernel. View ops (null host kernel)

@@ -7,6 +7,12 @@ bool HaveCudaKernels() { return false; }
 
 void SetCurrentCudaStream(void*) {}
 
+absl::Status PrepareCudaKernels(int) {
+  return absl::FailedPreconditionError("Ferry was built without CUDA kernels");
+}
+
+CudaGemmCounts GetCudaGemmCounts() { return {}; }
+
 KernelFn FindCudaKernel(absl::string_view) { return nullptr; }
 
 }  // namespace ferry

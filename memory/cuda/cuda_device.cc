@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "memory/cuda/cuda_status.h"
+#include "memory/cuda/strided_copy.h"
 #include "memory/device_registry.h"
 #include "memory/host_device.h"
 #include "memory/status_macros.h"
@@ -15,29 +16,73 @@
 namespace ferry {
 namespace {
 
-constexpr size_t kStagingBytes = 8u << 20;
-
 cudaStream_t AsStream(void* s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t AsEvent(void* e) { return static_cast<cudaEvent_t>(e); }
+
+absl::Status CreateEvent(void** event) {
+  cudaEvent_t e = nullptr;
+  FERRY_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  *event = e;
+  return absl::OkStatus();
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Open(int32_t index) {
   FERRY_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
-  cudaStream_t stream = nullptr;
-  FERRY_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  return std::unique_ptr<CudaDevice>(new CudaDevice(index, stream));
+  Handles h;
+  auto create = [&h]() -> absl::Status {
+    cudaStream_t stream = nullptr;
+    FERRY_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    h.stream = stream;
+    FERRY_RETURN_IF_ERROR(CreateEvent(&h.sync_event));
+    FERRY_RETURN_IF_ERROR(CreateEvent(&h.order_event));
+    for (int i = 0; i < 2; ++i) {
+      FERRY_RETURN_IF_ERROR(CreateEvent(&h.staging_event[i]));
+      // Pinned once here rather than at the first pageable copy, which may be inside a planned
+      // Execute (an input the caller passes in pageable memory).
+      void* p = nullptr;
+      FERRY_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&p, kStagingChunkBytes, cudaHostAllocDefault));
+      h.staging[i] = static_cast<char*>(p);
+    }
+    return absl::OkStatus();
+  };
+  absl::Status status = create();
+  if (!status.ok()) {
+    Destroy(h);
+    return absl::Status(status.code(),
+                        absl::StrCat("opening cuda:", index, ": ", status.message()));
+  }
+  return std::unique_ptr<CudaDevice>(new CudaDevice(index, h));
+}
+
+void CudaDevice::Destroy(const Handles& h) {
+  for (int i = 0; i < 2; ++i) {
+    if (h.staging[i] != nullptr) cudaFreeHost(h.staging[i]);
+    if (h.staging_event[i] != nullptr) cudaEventDestroy(AsEvent(h.staging_event[i]));
+  }
+  if (h.order_event != nullptr) cudaEventDestroy(AsEvent(h.order_event));
+  if (h.sync_event != nullptr) cudaEventDestroy(AsEvent(h.sync_event));
+  if (h.stream != nullptr) cudaStreamDestroy(AsStream(h.stream));
 }
 
 CudaDevice::~CudaDevice() {
   if (cudaSetDevice(index_) != cudaSuccess) return;
-  cudaStreamSynchronize(AsStream(stream_));
+  // Nothing may still read or write the memory freed below. A failed wait leaves nothing better
+  // to do than to free anyway.
+  WaitForStream().IgnoreError();
   for (const auto& [start, bytes] : allocations_) cudaFree(reinterpret_cast<void*>(start));
-  if (staging_ != nullptr) cudaFreeHost(staging_);
-  cudaStreamDestroy(AsStream(stream_));
+  Destroy(h_);
 }
 
 absl::Status CudaDevice::Activate() const {
   FERRY_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::WaitForStream() {
+  FERRY_CUDA_RETURN_IF_ERROR(cudaEventRecord(AsEvent(h_.sync_event), AsStream(h_.stream)));
+  FERRY_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(AsEvent(h_.sync_event)));
   return absl::OkStatus();
 }
 
@@ -60,7 +105,8 @@ void CudaDevice::Free(void* ptr) {
   auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
   if (ptr == nullptr || it == allocations_.end()) return;
   if (cudaSetDevice(index_) == cudaSuccess) {
-    cudaStreamSynchronize(AsStream(stream_));
+    // Work issued on the stream may still use the memory: a full wait.
+    WaitForStream().IgnoreError();
     cudaFree(ptr);
   }
   counters_.allocated_bytes -= it->second;
@@ -102,33 +148,71 @@ bool CudaDevice::IsPinned(const void* host) const {
   return attributes.type == cudaMemoryTypeHost;
 }
 
-absl::StatusOr<char*> CudaDevice::Staging() {
-  if (staging_ == nullptr) {
-    void* p = nullptr;
-    FERRY_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&p, kStagingBytes, cudaHostAllocDefault));
-    staging_ = static_cast<char*>(p);
+// Host-to-device through the two staging chunks. Per chunk: wait until the DMA that last used the
+// chunk is done, fill it from `src`, queue its DMA and record the chunk's event behind it. The
+// memcpy into one chunk overlaps the DMA out of the other; once the loop ends, `src` has been
+// read completely, while up to two DMAs may still be in flight.
+absl::Status CudaDevice::StageIn(void* dst, const void* src, size_t bytes) {
+  const cudaStream_t stream = AsStream(h_.stream);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(kStagingChunkBytes, bytes - done);
+    const int slot = next_staging_;
+    next_staging_ ^= 1;
+    FERRY_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(AsEvent(h_.staging_event[slot])));
+    std::memcpy(h_.staging[slot], static_cast<const char*>(src) + done, n);
+    FERRY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(dst) + done, h_.staging[slot], n,
+                                               cudaMemcpyHostToDevice, stream));
+    FERRY_CUDA_RETURN_IF_ERROR(cudaEventRecord(AsEvent(h_.staging_event[slot]), stream));
+    done += n;
   }
-  return staging_;
+  return absl::OkStatus();
+}
+
+// Device-to-host through the two staging chunks: the DMAs of the first two chunks are queued at
+// once; then, per chunk, wait for its DMA, copy it out to `dst` and queue the chunk after next
+// into the chunk just emptied. The memcpy out of one chunk overlaps the DMA into the other. DMAs
+// into a chunk need no host wait: the stream orders them after the DMAs that used it before.
+absl::Status CudaDevice::StageOut(void* dst, const void* src, size_t bytes) {
+  const cudaStream_t stream = AsStream(h_.stream);
+  const size_t chunks = (bytes + kStagingChunkBytes - 1) / kStagingChunkBytes;
+  const int first = next_staging_;
+  auto slot_of = [first](size_t chunk) { return static_cast<int>((first + chunk) % 2); };
+  auto chunk_bytes = [&](size_t chunk) {
+    return std::min(kStagingChunkBytes, bytes - chunk * kStagingChunkBytes);
+  };
+  auto issue = [&](size_t chunk) -> absl::Status {
+    const int slot = slot_of(chunk);
+    FERRY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+        h_.staging[slot], static_cast<const char*>(src) + chunk * kStagingChunkBytes,
+        chunk_bytes(chunk), cudaMemcpyDeviceToHost, stream));
+    FERRY_CUDA_RETURN_IF_ERROR(cudaEventRecord(AsEvent(h_.staging_event[slot]), stream));
+    return absl::OkStatus();
+  };
+  for (size_t c = 0; c < std::min<size_t>(chunks, 2); ++c) FERRY_RETURN_IF_ERROR(issue(c));
+  for (size_t c = 0; c < chunks; ++c) {
+    const int slot = slot_of(c);
+    FERRY_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(AsEvent(h_.staging_event[slot])));
+    std::memcpy(static_cast<char*>(dst) + c * kStagingChunkBytes, h_.staging[slot],
+                chunk_bytes(c));
+    if (c + 2 < chunks) FERRY_RETURN_IF_ERROR(issue(c + 2));
+  }
+  next_staging_ = slot_of(chunks);
+  return absl::OkStatus();
+}
+
+absl::Status CudaDevice::CopyIn(void* dst, const void* src, size_t bytes) {
+  if (IsPinned(src)) {
+    FERRY_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, AsStream(h_.stream)));
+    return absl::OkStatus();
+  }
+  return StageIn(dst, src, bytes);
 }
 
 absl::Status CudaDevice::CopyHostToDevice(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
   FERRY_RETURN_IF_ERROR(Activate());
-  if (IsPinned(src)) {
-    FERRY_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, AsStream(stream_)));
-  } else {
-    // Pageable memory: stage through pinned memory in chunks.
-    FERRY_ASSIGN_OR_RETURN(char* staging, Staging());
-    for (size_t done = 0; done < bytes; done += kStagingBytes) {
-      const size_t n = std::min(kStagingBytes, bytes - done);
-      FERRY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream_)));
-      std::memcpy(staging, static_cast<const char*>(src) + done, n);
-      FERRY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(dst) + done, staging, n,
-                                                 cudaMemcpyHostToDevice, AsStream(stream_)));
-    }
-    FERRY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream_)));
-  }
+  FERRY_RETURN_IF_ERROR(CopyIn(dst, src, bytes));
   ++counters_.h2d_copies;
   counters_.h2d_bytes += bytes;
   return absl::OkStatus();
@@ -139,16 +223,9 @@ absl::Status CudaDevice::CopyDeviceToHost(void* dst, const void* src, size_t byt
   FERRY_RETURN_IF_ERROR(Activate());
   if (IsPinned(dst)) {
     FERRY_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, AsStream(stream_)));
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, AsStream(h_.stream)));
   } else {
-    FERRY_ASSIGN_OR_RETURN(char* staging, Staging());
-    for (size_t done = 0; done < bytes; done += kStagingBytes) {
-      const size_t n = std::min(kStagingBytes, bytes - done);
-      FERRY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging, static_cast<const char*>(src) + done, n,
-                                                 cudaMemcpyDeviceToHost, AsStream(stream_)));
-      FERRY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream_)));
-      std::memcpy(static_cast<char*>(dst) + done, staging, n);
-    }
+    FERRY_RETURN_IF_ERROR(StageOut(dst, src, bytes));
   }
   ++counters_.d2h_copies;
   counters_.d2h_bytes += bytes;
@@ -159,7 +236,7 @@ absl::Status CudaDevice::CopyDeviceToDevice(void* dst, const void* src, size_t b
   if (bytes == 0) return absl::OkStatus();
   FERRY_RETURN_IF_ERROR(Activate());
   FERRY_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, AsStream(stream_)));
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, AsStream(h_.stream)));
   ++counters_.d2d_copies;
   counters_.d2d_bytes += bytes;
   return absl::OkStatus();
@@ -169,33 +246,76 @@ absl::Status CudaDevice::CopyHostStridedToDevice(void* dst, const void* src,
                                                  const StridedLayout& layout) {
   FERRY_ASSIGN_OR_RETURN(const size_t bytes, internal::DenseBytesOf(layout, device().ToString()));
   if (bytes == 0) return absl::OkStatus();
-  // Gather on the host into pinned memory, then one DMA; large tensors go through a temporary
-  // pinned buffer of their own size (load-time constant conversion).
   FERRY_RETURN_IF_ERROR(Activate());
-  void* pinned = nullptr;
-  FERRY_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault));
-  internal::GatherStrided(pinned, src, layout);
-  cudaError_t copy = cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, AsStream(stream_));
-  cudaError_t sync = cudaStreamSynchronize(AsStream(stream_));
-  cudaFreeHost(pinned);
-  FERRY_CUDA_RETURN_IF_ERROR(copy);
-  FERRY_CUDA_RETURN_IF_ERROR(sync);
+  internal::PermuteLayout permute;
+  if (internal::MakePermuteLayout(layout, &permute)) {
+    // The source is [src, src + bytes) in another dimension order.
+    if (internal::IsIdentity(permute)) {
+      FERRY_RETURN_IF_ERROR(CopyIn(dst, src, bytes));
+    } else {
+      void* raw = nullptr;
+      FERRY_CUDA_RETURN_IF_ERROR(cudaMalloc(&raw, bytes));
+      absl::Status status = CopyIn(raw, src, bytes);
+      if (status.ok()) {
+        status = internal::LaunchPermuteCopy(dst, raw, permute, layout.element_size, h_.stream);
+      }
+      // The temporary is freed once nothing on the stream reads it any more.
+      absl::Status wait = WaitForStream();
+      const cudaError_t freed = cudaFree(raw);
+      FERRY_RETURN_IF_ERROR(status);
+      FERRY_RETURN_IF_ERROR(wait);
+      FERRY_CUDA_RETURN_IF_ERROR(freed);
+    }
+  } else {
+    // Not a dense permutation (gaps, overlaps, negative strides): gather on the host into a
+    // temporary pinned buffer, then one DMA. The loader refuses such constants (P7), so this path
+    // serves direct callers only.
+    void* pinned = nullptr;
+    FERRY_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault));
+    internal::GatherStrided(pinned, src, layout);
+    absl::Status status = internal::CudaStatus(
+        cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, AsStream(h_.stream)),
+        "cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream)", __FILE__, __LINE__);
+    absl::Status wait = WaitForStream();
+    cudaFreeHost(pinned);
+    FERRY_RETURN_IF_ERROR(status);
+    FERRY_RETURN_IF_ERROR(wait);
+  }
   ++counters_.h2d_copies;
   counters_.h2d_bytes += bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> CudaDevice::RecordOrderEvent() {
+  FERRY_RETURN_IF_ERROR(Activate());
+  FERRY_CUDA_RETURN_IF_ERROR(cudaEventRecord(AsEvent(h_.order_event), AsStream(h_.stream)));
+  return h_.order_event;
+}
+
+absl::Status CudaDevice::WaitForEvent(void* event) {
+  FERRY_RETURN_IF_ERROR(Activate());
+  FERRY_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(AsStream(h_.stream), AsEvent(event), 0));
   return absl::OkStatus();
 }
 
 absl::Status CudaDevice::CopyFromPeer(void* dst, DeviceRuntime& peer, const void* src,
                                       size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  if (peer.device().type != DeviceType::kCuda) {
+  auto* cuda_peer = dynamic_cast<CudaDevice*>(&peer);
+  if (cuda_peer == nullptr) {
     return absl::UnimplementedError(absl::StrCat(device().ToString(), ": peer copy from ",
                                                  peer.device().ToString(), " is not supported"));
   }
-  FERRY_RETURN_IF_ERROR(peer.Synchronize());
+  if (cuda_peer == this) return CopyDeviceToDevice(dst, src, bytes);
+  // After the peer's pending work (which may still be writing `src`), without blocking the host.
+  FERRY_ASSIGN_OR_RETURN(void* peer_ready, cuda_peer->RecordOrderEvent());
+  FERRY_RETURN_IF_ERROR(WaitForEvent(peer_ready));
+  FERRY_CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(dst, index_, src, cuda_peer->index_, bytes,
+                                                 AsStream(h_.stream)));
+  // And before the peer's later work, which may reuse `src` (arena storage is shared over time).
+  FERRY_ASSIGN_OR_RETURN(void* copied, RecordOrderEvent());
+  FERRY_RETURN_IF_ERROR(cuda_peer->WaitForEvent(copied));
   FERRY_RETURN_IF_ERROR(Activate());
-  FERRY_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyPeerAsync(dst, index_, src, peer.device().index, bytes, AsStream(stream_)));
   ++counters_.d2d_copies;
   counters_.d2d_bytes += bytes;
   return absl::OkStatus();
@@ -215,14 +335,13 @@ void CudaDevice::EnterScope() { cudaSetDevice(index_); }
 
 absl::Status CudaDevice::Zero(void* dst, size_t bytes) {
   FERRY_RETURN_IF_ERROR(Activate());
-  FERRY_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, bytes, AsStream(stream_)));
+  FERRY_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, bytes, AsStream(h_.stream)));
   return absl::OkStatus();
 }
 
 absl::Status CudaDevice::Synchronize() {
   FERRY_RETURN_IF_ERROR(Activate());
-  FERRY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(AsStream(stream_)));
-  return absl::OkStatus();
+  return WaitForStream();
 }
 
 void CudaDevice::ResetCounters() {
