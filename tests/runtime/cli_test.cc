@@ -1,5 +1,7 @@
 // The `ferry` commands on the example program: plan (text and DOT), run, bench (table and JSON),
 // and errors for bad input.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -44,10 +46,16 @@ Result RunCli(Options options) {
   return r;
 }
 
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name;
+}
+
 class CliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    path_ = new std::string(::testing::TempDir() + "/cli_example.ferry");
+    // Per process: ctest runs the tests of this suite in parallel processes, and rewriting a
+    // program another process has mapped would pull its pages away (SIGBUS).
+    path_ = new std::string(TempPath("cli_example.ferry"));
     absl::StatusOr<std::vector<uint8_t>> bytes = example::BuildDecoderProgram();
     ASSERT_TRUE(bytes.ok()) << bytes.status();
     std::ofstream f(*path_, std::ios::binary);
@@ -88,7 +96,7 @@ TEST_F(CliTest, PlanDotRendersWithGraphviz) {
   EXPECT_THAT(r.out, HasSubstr("digraph"));
   EXPECT_THAT(r.out, HasSubstr("shape=cds"));  // copies are their own vertices
   if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "Graphviz dot not found";
-  std::string dot_path = ::testing::TempDir() + "/cli_plan.dot";
+  std::string dot_path = TempPath("cli_plan.dot");
   std::ofstream(dot_path) << r.out;
   std::string cmd = "dot -Tsvg " + dot_path + " -o " + dot_path + ".svg 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
@@ -147,7 +155,7 @@ TEST_F(CliTest, BenchTable) {
 }
 
 TEST_F(CliTest, BadProgramIsAnErrorNotACrash) {
-  std::string bad = ::testing::TempDir() + "/cli_bad.ferry";
+  std::string bad = TempPath("cli_bad.ferry");
   std::ofstream(bad) << "not a program";
   Options o = Base("plan");
   o.program = bad;
