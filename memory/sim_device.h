@@ -113,6 +113,23 @@ class SimDevice final : public DeviceRuntime {
     int guard_slot;  // index in the fault handler's table, or -1
   };
 
+  // Whether a copy can skip the checked path: every device-side range lies in the allocation the
+  // last range check found (InLastHit), the host side (null: none) lies outside the span of all
+  // allocations, no copy failure is armed and nothing is guarded. The checked path gives the same
+  // result for such a copy; it exists for everything else and for its error messages.
+  bool FastPathApplies(const void* device_side, const void* other_device_side,
+                       const void* host_side, size_t bytes) const {
+    if (guard_ || copy_failure_after_ >= 0 || !InLastHit(device_side, bytes)) return false;
+    if (other_device_side != nullptr && !InLastHit(other_device_side, bytes)) return false;
+    if (host_side == nullptr) return other_device_side != nullptr;
+    const uintptr_t h = reinterpret_cast<uintptr_t>(host_side);
+    return h >= span_end_ || (h < span_begin_ && bytes <= span_begin_ - h);
+  }
+  bool InLastHit(const void* p, size_t bytes) const {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    return a >= last_hit_begin_ && a - last_hit_begin_ < last_hit_size_ &&
+           bytes <= last_hit_size_ - (a - last_hit_begin_);
+  }
   // Validates the device-side range of a copy and applies the injected copy failure.
   absl::Status CheckDeviceRange(const char* what, const char* side, const void* ptr,
                                 size_t bytes) const;
@@ -121,6 +138,8 @@ class SimDevice final : public DeviceRuntime {
   // Scope used by the copies: reports an mprotect failure instead of faulting later.
   absl::Status OpenScope();
   bool Overlaps(uintptr_t begin, size_t bytes) const;
+  // Recomputes span_begin_ / span_end_ after the allocations change.
+  void UpdateSpan();
   // mprotect every mapping; false (errno set) when one fails.
   bool ProtectAll(int prot);
 
@@ -128,6 +147,12 @@ class SimDevice final : public DeviceRuntime {
   bool guard_;
   int depth_ = 0;
   std::map<uintptr_t, Mapping> allocations_;  // by start address
+  // The allocation Owns() last found (requested bytes), checked before the map.
+  mutable uintptr_t last_hit_begin_ = 0;
+  mutable size_t last_hit_size_ = 0;
+  // [lowest start, highest end) of all mappings; empty when nothing is allocated.
+  uintptr_t span_begin_ = 0;
+  uintptr_t span_end_ = 0;
   DeviceCounters counters_;
   int64_t allocation_limit_ = -1;
   size_t capacity_bytes_ = 0;

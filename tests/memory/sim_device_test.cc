@@ -305,6 +305,54 @@ TEST(SimDeviceTest, CopiesRefuseRangesTheDeviceDoesNotOwn) {
   sim.Free(q);
 }
 
+// Unguarded copies into the allocation the previous copy used skip the map lookups; every range
+// check must still hold once that shortcut is warm.
+TEST(SimDeviceTest, UnguardedCopiesStillCheckRangesAfterFastCopies) {
+  SimDevice sim(0, SimDeviceOptions{.guard = false});
+  SimDevice other(1, SimDeviceOptions{.guard = false});
+  ASSERT_OK_AND_ASSIGN(void* p, sim.Allocate(64, 64));
+  ASSERT_OK_AND_ASSIGN(void* q, sim.Allocate(64, 64));
+  ASSERT_OK_AND_ASSIGN(void* r, other.Allocate(64, 64));
+  int32_t host[16];
+  std::iota(host, host + 16, 1);
+  ASSERT_OK(sim.CopyHostToDevice(p, host, 64));  // warms the shortcut on p
+  ASSERT_OK(sim.CopyHostToDevice(p, host, 64));
+  // Past the end of p.
+  EXPECT_THAT(sim.CopyHostToDevice(static_cast<char*>(p) + 32, host, 64),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not memory of sim:0")));
+  EXPECT_THAT(sim.CopyDeviceToHost(host, static_cast<char*>(p) + 8, 64),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not memory of sim:0")));
+  // Device memory as the host side, and host memory as the device side.
+  EXPECT_THAT(sim.CopyHostToDevice(p, q, 64),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not host memory")));
+  EXPECT_THAT(sim.CopyDeviceToHost(q, p, 64),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not host memory")));
+  EXPECT_THAT(sim.CopyDeviceToDevice(p, host, 64),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not memory of sim:0")));
+  // From a peer: a source the peer does not own, after a fast peer copy.
+  ASSERT_OK(other.CopyFromPeer(r, sim, p, 64));
+  ASSERT_OK(other.CopyFromPeer(r, sim, p, 64));
+  EXPECT_THAT(other.CopyFromPeer(r, sim, host, 64),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not memory of sim:0")));
+  // A valid copy into the other allocation, then the data everywhere.
+  ASSERT_OK(sim.CopyDeviceToDevice(q, p, 64));
+  int32_t out[16] = {};
+  ASSERT_OK(sim.CopyDeviceToHost(out, q, 64));
+  EXPECT_EQ(std::memcmp(out, host, 64), 0);
+  ASSERT_OK(other.CopyDeviceToHost(out, r, 64));
+  EXPECT_EQ(std::memcmp(out, host, 64), 0);
+  EXPECT_EQ(sim.counters().h2d_copies, 2u);
+  EXPECT_EQ(sim.counters().d2h_copies, 1u);
+  EXPECT_EQ(sim.counters().d2d_copies, 1u);
+  EXPECT_EQ(other.counters().d2d_copies, 2u);
+  // Freed memory is not memory of the device any more, even if it was the last one used.
+  sim.Free(q);
+  EXPECT_THAT(sim.CopyDeviceToHost(out, q, 64),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not memory of sim:0")));
+  sim.Free(p);
+  other.Free(r);
+}
+
 TEST(SimDeviceTest, ScopesNestAndGuardAgainWhenTheLastCloses) {
   SimDevice sim(0);
   ASSERT_OK_AND_ASSIGN(void* p, sim.Allocate(64, 64));
