@@ -1,6 +1,8 @@
 // The executor's contract: no allocation during Execute, the sim guard catches host code touching
 // device memory, allocation failure at every point of a load leaves nothing behind, and errors
 // leave the method usable.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -92,6 +94,40 @@ TEST(Executor, ExecuteAllocatesNothing) {
   ASSERT_OK_AND_ASSIGN(auto placed, h.Run(**again, 3));
   ASSERT_OK_AND_ASSIGN(auto host, h.RunAllHost(3));
   EXPECT_EQ(placed, host);
+}
+
+long MinorFaults() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// Arenas are touched at load, so even the first call does not fault its pages in. The method's
+// intermediates take 32 MiB of host arena (8,192 pages); the first call may fault only on code and
+// small change.
+TEST(Executor, FirstExecuteDoesNotFaultInTheArena) {
+  constexpr int64_t kElements = int64_t{4} << 20;  // 16 MiB of float32
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {kElements});
+  ValueId a = m.Op("relu", {x});
+  ValueId b = m.Op("neg", {a});
+  ValueId c = m.Op("add", {a, b});
+  m.Output(m.Op("relu", {c}));
+  MethodHarness h(pb);
+  ASSERT_OK_AND_ASSIGN(auto method, h.Load());
+  size_t arena = 0;
+  for (const ArenaInfo& info : method->plan().arenas) {
+    if (info.device.is_host()) arena = info.arena_bytes;
+  }
+  ASSERT_GE(arena, size_t{32} << 20);
+  std::vector<float> input(kElements, 1.0f);
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {kElements}, input.data())));
+  const long before = MinorFaults();
+  ASSERT_OK(method->Execute());
+  const long faults = MinorFaults() - before;
+  EXPECT_LT(faults, 1024) << "the first Execute faulted " << faults << " pages in";
+  EXPECT_EQ(method->Output(0).data_as<float>()[kElements - 1], 0.0f);  // relu(1 + -1)
 }
 
 TEST(ExecutorDeathTest, HostKernelTouchingSimMemoryIsCaught) {
