@@ -1,6 +1,7 @@
 #include "loader/placement.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <set>
 #include <utility>
@@ -138,19 +139,25 @@ class Placer {
   // ---- naming -------------------------------------------------------------------------------
   std::string Reason(const Reader& r) const {
     if (r.output >= 0) return absl::StrCat("method output ", r.output);
-    return absl::StrCat("read by ", NodeLabel(r.node), " on ", DeviceLabel(r.device));
+    return absl::StrCat("read by node ", r.node, " (", m_.nodes[r.node].name, ") on ",
+                        DeviceLabel(r.device));
   }
   std::string NodeLabel(int32_t n) const {
     return absl::StrCat("node ", n, " (", m_.nodes[n].name, ")");
   }
   std::string ValueLabel(ValueId v) const { return absl::StrCat("\"", m_.values[v].name, "\""); }
-  // The device as the program declared it, with the device used when they differ.
-  std::string DeviceLabel(const Device& d) const {
-    auto it = declared_.find(d);
-    if (it != declared_.end() && it->second != d) {
-      return absl::StrCat(it->second.ToString(), " (as ", d.ToString(), ")");
+  // The device as the program declared it, with the device used when they differ. Computed once
+  // per device: every copy's reason names one.
+  const std::string& DeviceLabel(const Device& d) const {
+    for (const auto& [device, label] : device_labels_) {
+      if (device == d) return label;
     }
-    return d.ToString();
+    auto it = declared_.find(d);
+    std::string label = it != declared_.end() && it->second != d
+                            ? absl::StrCat(it->second.ToString(), " (as ", d.ToString(), ")")
+                            : d.ToString();
+    device_labels_.emplace_back(d, std::move(label));
+    return device_labels_.back().second;
   }
   size_t Bytes(ValueId v) const { return m_.values[v].meta.ByteSize().value_or(0); }
 
@@ -922,6 +929,8 @@ class Placer {
   const PlacementOptions& opt_;
   PlacementPlan plan_;
   std::map<Device, Device> declared_;                 // used device -> declared device
+  // DeviceLabel's answers; a deque, so the references it returns stay valid as it grows.
+  mutable std::deque<std::pair<Device, std::string>> device_labels_;
   std::vector<ValueId> group_;                        // per value: root of its alias group
   std::vector<int64_t> group_version_;                // per group root
   // Per group root, the buffers of the group in creation order (a list through group_next_).

@@ -21,6 +21,10 @@
 namespace ferry::internal {
 namespace {
 
+// Vectors of scalars in the program are read in place (sizes, arguments, results), which is what
+// FlatBuffers' accessors do too on a little-endian host.
+static_assert(FLATBUFFERS_LITTLEENDIAN, "Ferry reads programs in place on little-endian hosts");
+
 // Whether the elements of an 8-byte vector (absent counts as aligned) can be read as int64.
 bool Aligned8(const flatbuffers::Vector<int64_t>* v) {
   return v == nullptr || v->size() == 0 ||
@@ -101,7 +105,10 @@ std::string SizesString(const flatbuffers::Vector<int64_t>* sizes) {
 TensorMeta MetaOf(const fbs::Value* value) {
   TensorMeta meta;
   meta.dtype = ToDType(value->dtype());
-  if (value->sizes() != nullptr) meta.sizes.assign(value->sizes()->begin(), value->sizes()->end());
+  // Vectors of scalars are read in place: FlatBuffers stores them little-endian, as this host does.
+  if (value->sizes() != nullptr) {
+    meta.sizes.assign(value->sizes()->data(), value->sizes()->data() + value->sizes()->size());
+  }
   if (value->dim_order() != nullptr) {
     meta.dim_order.assign(value->dim_order()->begin(), value->dim_order()->end());
   }
@@ -551,9 +558,12 @@ std::vector<MethodDef> BuildMethodDefs(const fbs::Program& program) {
       const fbs::Node* node = method->nodes()->Get(n);
       NodeDef& out = def.nodes[n];
       out.name = std::string(NodeDisplayName(node));
-      if (node->args() != nullptr) out.args.assign(node->args()->begin(), node->args()->end());
+      if (node->args() != nullptr) {
+        out.args.assign(node->args()->data(), node->args()->data() + node->args()->size());
+      }
       if (node->results() != nullptr) {
-        out.results.assign(node->results()->begin(), node->results()->end());
+        out.results.assign(node->results()->data(),
+                           node->results()->data() + node->results()->size());
       }
       if (const fbs::HostOp* op = node->op_as_HostOp()) {
         out.kind = NodeKind::kHostOp;
