@@ -70,7 +70,7 @@ void BM_LoadParts(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   std::vector<uint8_t> bytes = ChainProgram(n);
   Runtime rt;
-  double verify_us = 0, placement_us = 0, planning_us = 0, materialization_us = 0;
+  double verify_us = 0, placement_us = 0, planning_us = 0, materialization_us = 0, teardown_us = 0;
   const long faults_before = MinorFaults();
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
@@ -90,7 +90,12 @@ void BM_LoadParts(benchmark::State& state) {
     placement_us += t.placement_us;
     planning_us += t.planning_us;
     materialization_us += t.materialization_us;
+    auto t1 = std::chrono::steady_clock::now();
+    method->reset();
+    program->reset();
+    teardown_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count();
   }
+  state.counters["teardown_us_per_node"] = teardown_us / (static_cast<double>(state.iterations()) * n);
   const double per = static_cast<double>(state.iterations()) * n;
   state.counters["page_faults_per_node"] = static_cast<double>(MinorFaults() - faults_before) / per;
   state.counters["verify_us_per_node"] = verify_us / per;
