@@ -202,15 +202,25 @@ int Bench(const Options& options, const Runtime& rt, Method& method, double veri
         " \"bytes_per_call\": {\"manifest\": %d, \"counted\": %.3f},\n"
         " \"counters_agree\": %s,\n"
         " \"constant_bytes_at_load\": %d,\n"
+        " \"sim_guard\": %s,\n"
         " \"arenas\": [%s]}\n",
         options.program, method.def().name, method.def().nodes.size(), calls, load_us + verify_us,
         verify_us, t.placement_us, t.planning_us, t.materialization_us, min, median, p99,
         manifest_copies, copies_per_call, manifest_bytes, bytes_per_call,
-        agree ? "true" : "false", constant_bytes, arenas);
+        agree ? "true" : "false", constant_bytes, options.runtime.sim_guard ? "true" : "false",
+        arenas);
   } else {
     if (calls > 0) std::fprintf(err, "\r");
     absl::FPrintF(out, "ferry bench: method \"%s\" of %s (%d nodes), %d calls\n",
                   method.def().name, options.program, method.def().nodes.size(), calls);
+    const bool on_sim = std::any_of(devices.begin(), devices.end(), [](const Device& d) {
+      return d.type == DeviceType::kSim;
+    });
+    if (options.runtime.sim_guard && on_sim) {
+      absl::FPrintF(out,
+                    "  (sim devices guarded: every device scope costs mprotect calls, counted in "
+                    "the latency; --no-guard times Ferry without them)\n");
+    }
     absl::FPrintF(out, "  load             %10.1f us  (verify %.1f, placement %.1f, planning %.1f, "
                        "materialization %.1f)\n",
                   load_us + verify_us, verify_us, t.placement_us, t.planning_us,

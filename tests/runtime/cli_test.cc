@@ -12,10 +12,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/cli/commands.h"
+#include "tests/testing/json_check.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry::cli {
 namespace {
+
+using ::ferry::testing::IsValidJson;
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -139,11 +142,22 @@ TEST_F(CliTest, BenchJsonHasTheFieldsAndCountersAgree) {
        {"\"load_us\"", "\"verify\"", "\"placement\"", "\"planning\"", "\"materialization\"",
         "\"latency_us\"", "\"min\"", "\"median\"", "\"p99\"", "\"copies_per_call\"",
         "\"bytes_per_call\"", "\"constant_bytes_at_load\"", "\"arenas\"",
-        "\"lower_bound_bytes\""}) {
+        "\"lower_bound_bytes\"", "\"sim_guard\""}) {
     EXPECT_THAT(r.out, HasSubstr(field));
   }
+  std::string where;
+  EXPECT_TRUE(IsValidJson(r.out, &where)) << where << "\n" << r.out;
   EXPECT_THAT(r.out, HasSubstr("\"counters_agree\": true"));
   EXPECT_THAT(r.out, HasSubstr("\"manifest\": 4, \"counted\": 4.000"));
+}
+
+TEST(JsonCheckTest, AcceptsJsonAndRefusesWhatIsNot) {
+  EXPECT_TRUE(IsValidJson(R"({"a": [1, -2.5e3, true, null, "x\"y"], "b": {}})"));
+  EXPECT_FALSE(IsValidJson(R"({"a": 1,})"));      // trailing comma
+  EXPECT_FALSE(IsValidJson(R"({"a": nan})"));     // not a number
+  EXPECT_FALSE(IsValidJson(R"({"a": 01})"));      // leading zero
+  EXPECT_FALSE(IsValidJson(R"({"a": "x)"));       // unterminated
+  EXPECT_FALSE(IsValidJson(R"({"a": 1} {"b": 2})"));
 }
 
 TEST_F(CliTest, BenchTable) {
