@@ -11,21 +11,17 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/tensor.h"
 #include "memory/host_device.h"
 
 namespace ferry::internal {
 namespace {
 
-// Dense strides (elements) of `sizes` stored in `dim_order` (outermost first).
+// Dense strides (elements) of `sizes` stored in `dim_order`, outermost first.
 std::vector<int64_t> StridesFor(const std::vector<int64_t>& sizes,
                                 const std::vector<int32_t>& dim_order) {
-  std::vector<int64_t> strides(sizes.size(), 0);
-  int64_t span = 1;
-  for (size_t j = dim_order.size(); j-- > 0;) {
-    strides[dim_order[j]] = span;
-    span *= sizes[dim_order[j]];
-  }
-  return strides;
+  return ferry::TensorMeta{ferry::DType::kFloat32, {sizes.begin(), sizes.end()}, dim_order}
+      .DenseStrides();
 }
 
 std::string Describe(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
