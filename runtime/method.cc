@@ -450,10 +450,28 @@ absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
   }
 
   // 7. Load-time copies: state initial data and constant replicas, streamed from the program
-  // (see RunLoadCopy), so materializing large constants keeps host memory bounded.
+  // (see RunLoadCopy), so materializing large constants keeps host memory bounded. Program data
+  // that calls read on the host too (a constant some host op reads in place) keeps its pages,
+  // so that no call faults them back in.
+  std::vector<bool> read_per_call;
+  if (m.data_in_mapped_file && !plan.load_copies.empty()) {
+    read_per_call.assign(nb, false);
+    auto mark = [&](int32_t b) {
+      while (b >= 0 && plan.buffers[b].kind == BufferKind::kAlias) b = plan.buffers[b].alias_of;
+      if (b >= 0) read_per_call[b] = true;
+    };
+    for (const NodePlacement& placed : plan.nodes) {
+      for (int32_t b : placed.arg_buffers) mark(b);
+    }
+    for (const CopyStep& c : plan.copies) {
+      if (c.timing == CopyTiming::kPerCall) mark(c.src_buffer);
+    }
+    for (int32_t b : plan.output_buffers) mark(b);
+  }
   for (int32_t i : plan.load_copies) {
+    const int32_t src = plan.copies[i].src_buffer;
     const bool mapped = m.data_in_mapped_file &&
-                        plan.buffers[plan.copies[i].src_buffer].kind == BufferKind::kProgramData;
+                        plan.buffers[src].kind == BufferKind::kProgramData && !read_per_call[src];
     absl::Status s = RunLoadCopy(impl->copies_[i], mapped);
     if (!s.ok()) {
       return absl::Status(s.code(), absl::StrCat(mctx, ": load-time copy ", i, " (",

@@ -108,5 +108,42 @@ TEST(ConstantLoadingTest, MappedProgramStreamsWithBoundedHostMemory) {
   std::remove(path.c_str());
 }
 
+// A constant that a device delegate and a host op both read: its replica is made at load from the
+// mapped file, and the host op keeps reading the program's own pages, call after call.
+TEST(ConstantLoadingTest, ConstantReadOnTheHostTooStaysReadable) {
+  const std::string path = ::testing::TempDir() + "/ferry_shared_constant_" +
+                           std::to_string(getpid()) + ".ferry";
+  std::vector<float> w(kRows * kCols);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 1000) * 0.25f;
+  {
+    ProgramBuilder pb;
+    MethodBuilder& m = pb.AddMethod("forward");
+    ValueId x = m.Input("x", DType::kFloat32, {kRows, kCols});
+    ValueId wv = m.ConstantF32("w", {kRows, kCols}, w);
+    ValueId on_device = m.GraphDelegate("cuda:0", {x, wv}, [](MethodBuilder& g,
+                                                                absl::Span<const ValueId> in) {
+      return std::vector<ValueId>{g.Op("add", {in[0], in[1]})};
+    })[0];
+    m.Output(on_device);
+    m.Output(m.Op("neg", {wv}));  // reads w on the host, in place
+    ASSERT_OK(pb.WriteFile(path));
+  }
+  ASSERT_OK_AND_ASSIGN(auto program, Program::Load(path));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x(kRows * kCols, 1.0f);
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {kRows, kCols}, x.data())));
+  for (int call = 0; call < 2; ++call) {
+    ASSERT_OK(method->Execute());
+    const float* sum = method->Output(0).data_as<float>();
+    const float* neg = method->Output(1).data_as<float>();
+    for (size_t i = 0; i < w.size(); i += 4099) {
+      ASSERT_EQ(sum[i], 1.0f + w[i]) << "element " << i;
+      ASSERT_EQ(neg[i], -w[i]) << "element " << i;
+    }
+  }
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace ferry::testing
