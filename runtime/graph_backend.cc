@@ -56,9 +56,14 @@ class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
       delete p;
     });
     std::lock_guard<std::mutex> lock(mu_);
-    // An expired entry for the same bytes is replaced, key included: its key views the bytes of
-    // the program being destroyed.
-    programs_.erase(own_key);
+    auto it = programs_.find(own_key);
+    if (it != programs_.end()) {
+      // Another thread parsed the same bytes meanwhile: share its program (ours is dropped).
+      if (std::shared_ptr<const Program> shared = it->second.lock()) return shared;
+      // An expired entry is replaced, key included: its key views the bytes of the program being
+      // destroyed.
+      programs_.erase(it);
+    }
     programs_.emplace(own_key, program);
     return program;
   }
