@@ -14,9 +14,10 @@
 // The default device map sends cuda:N to sim:N when no CUDA device is present, so every program
 // runs on any machine. A declared device neither present nor mapped is a load error.
 //
-// Thread safety: configure (ops(), RegisterBackend) before loading; LoadMethod may then be called
-// from several threads on distinct programs only if no method executes concurrently on the same
-// device (devices are used by one thread at a time).
+// Thread safety: configure (ops(), RegisterBackend) before loading. Loading allocates device
+// memory and copies to devices, and devices serve one thread at a time: call LoadMethod from one
+// thread at a time, and not while a method of this runtime executes on another thread. Methods
+// may execute on different threads when they use different devices. Runtimes are independent.
 #ifndef FERRY_RUNTIME_RUNTIME_H_
 #define FERRY_RUNTIME_RUNTIME_H_
 
