@@ -515,8 +515,39 @@ absl::Status SymSizeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* c
 // ---- index_put_ -----------------------------------------------------------------------------
 
 constexpr absl::string_view kIndexPut = "index_put_";
-// Indices checked per round trip; 32 KiB of pinned memory per thread that calls index_put_.
+// Indices checked per round trip: 32 KiB of pinned memory per prepared device (and per thread that
+// calls index_put_ on a device not prepared).
 constexpr int64_t kIndexChunk = 4096;
+
+constexpr int kMaxCudaDevices = 64;
+
+// A prepared device's staging for index_put_: a pinned buffer and the event the host waits on
+// for the indices copied into it. PrepareCudaKernels fills it and then sets `ready` (release);
+// index_put_ reads it after an acquire load, without a lock (one thread per device at a time).
+struct IndexStaging {
+  std::atomic<bool> ready{false};
+  int64_t* host = nullptr;
+  cudaEvent_t copied = nullptr;
+};
+
+IndexStaging g_index_staging[kMaxCudaDevices];
+
+absl::Status CreateIndexStaging(IndexStaging& staging) {
+  void* host = nullptr;
+  cudaEvent_t copied = nullptr;
+  FERRY_CUDA_OP_RETURN_IF_ERROR(
+      kIndexPut, cudaHostAlloc(&host, static_cast<size_t>(kIndexChunk) * sizeof(int64_t),
+                               cudaHostAllocPortable));
+  const cudaError_t event = cudaEventCreateWithFlags(&copied, cudaEventDisableTiming);
+  if (event != cudaSuccess) {
+    cudaFreeHost(host);
+    FERRY_CUDA_OP_RETURN_IF_ERROR(kIndexPut, event);
+  }
+  staging.host = static_cast<int64_t*>(host);
+  staging.copied = copied;
+  staging.ready.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
 
 // The calling thread's pinned staging buffer for indices, allocated at first use.
 class PinnedIndexBuffer {
@@ -592,11 +623,28 @@ absl::Status RunIndexPut(const TensorRef& self, const TensorRef& indices, const 
   const int64_t* idx = indices.data_as<const int64_t>();
   const int64_t istride = indices.strides[0];
   if (n > 0) {
-    FERRY_ASSIGN_OR_RETURN(int64_t* host, t_index_buffer.Get());
+    // A prepared device's staging (no allocation, an event to wait on), else the thread's own.
+    int device = -1;
+    FERRY_CUDA_OP_RETURN_IF_ERROR(kIndexPut, cudaGetDevice(&device));
+    IndexStaging* staging = device >= 0 && device < kMaxCudaDevices &&
+                                    g_index_staging[device].ready.load(std::memory_order_acquire)
+                                ? &g_index_staging[device]
+                                : nullptr;
+    int64_t* host = nullptr;
+    if (staging != nullptr) {
+      host = staging->host;
+    } else {
+      FERRY_ASSIGN_OR_RETURN(host, t_index_buffer.Get());
+    }
     for (int64_t start = 0; start < n; start += kIndexChunk) {
       const int64_t count = std::min(kIndexChunk, n - start);
       FERRY_RETURN_IF_ERROR(GatherIndices(idx, istride, start, count, host));
-      FERRY_CUDA_OP_RETURN_IF_ERROR(kIndexPut, cudaStreamSynchronize(t_stream));
+      if (staging != nullptr) {
+        FERRY_CUDA_OP_RETURN_IF_ERROR(kIndexPut, cudaEventRecord(staging->copied, t_stream));
+        FERRY_CUDA_OP_RETURN_IF_ERROR(kIndexPut, cudaEventSynchronize(staging->copied));
+      } else {
+        FERRY_CUDA_OP_RETURN_IF_ERROR(kIndexPut, cudaStreamSynchronize(t_stream));
+      }
       if (istride == 0) std::fill(host + 1, host + count, host[0]);
       if (istride < 0) std::reverse(host, host + count);
       for (int64_t i = 0; i < count; ++i) {
@@ -994,8 +1042,6 @@ absl::Status CublasStatus(cublasStatus_t status, const char* expr, const char* f
 #define FERRY_CUBLAS_OP_RETURN_IF_ERROR(op, expr) \
   FERRY_RETURN_IF_ERROR(WithOp((op), CublasStatus((expr), #expr, __FILE__, __LINE__)))
 
-constexpr int kMaxCudaDevices = 64;
-
 // The cuBLAS state of one device. PrepareCudaKernels fills it under g_cublas_mutex and then sets
 // `ready` (release); kernels read it after an acquire load of `ready`, without a lock. `stream` is
 // changed by kernels only, one thread per device at a time (see the header).
@@ -1327,7 +1373,10 @@ absl::Status PrepareCudaKernels(int device_index) {
   FERRY_RETURN_IF_ERROR(WithOp(op, LoadCublas()));
   int previous = 0;
   FERRY_CUDA_OP_RETURN_IF_ERROR(op, cudaGetDevice(&previous));
-  const absl::Status status = CreateCublas(device_index, op, d);
+  absl::Status status = CreateCublas(device_index, op, d);  // leaves the device current
+  if (status.ok() && !g_index_staging[device_index].ready.load(std::memory_order_relaxed)) {
+    status.Update(WithOp(op, CreateIndexStaging(g_index_staging[device_index])));
+  }
   const absl::Status restored = WithOp(
       op, internal::CudaStatus(cudaSetDevice(previous), "cudaSetDevice(previous)", __FILE__,
                                __LINE__));

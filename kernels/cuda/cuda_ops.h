@@ -11,9 +11,12 @@
 // strides (0 for broadcast). Every kernel:
 //  - launches only on the calling thread's current stream (SetCurrentCudaStream; the legacy default
 //    stream until set) and returns without waiting for the work, except index_put_, which copies
-//    its indices to the host and synchronizes the stream to check them before writing anything;
-//  - allocates nothing and sets no data pointers; the one exception is index_put_'s small pinned
-//    staging buffer, allocated once per thread at its first call and kept for the thread's life;
+//    its indices to the host and waits for them (an event recorded behind the copy) to check them
+//    before writing anything;
+//  - allocates nothing and sets no data pointers. index_put_ stages its indices in the device's
+//    pinned buffer made by PrepareCudaKernels; on a device not prepared it allocates a small
+//    pinned buffer per thread at its first call, kept for the thread's life, and waits for the
+//    whole stream;
 //  - matmul and linear call cuBLAS (cublasSgemm / cublasSgemmStridedBatched on the current stream,
 //    CUBLAS_DEFAULT_MATH: no TF32, float32 accumulation) when PrepareCudaKernels has run for the
 //    current device and the operands are layouts cuBLAS takes directly: each matrix operand
@@ -63,8 +66,9 @@ void SetCurrentCudaStream(void* stream);
 
 // Load-time preparation of the kernels for CUDA device `device_index`: opens cuBLAS (dlopen, at the
 // first call in the process, so processes that never use a GPU never load it) and creates that
-// device's cuBLAS handle (math mode CUBLAS_DEFAULT_MATH) and workspace, once per process; later
-// calls return OK at once. The library, handle and workspace live until the process exits. The
+// device's cuBLAS handle (math mode CUBLAS_DEFAULT_MATH) and workspace and index_put_'s pinned
+// staging buffer and event, once per process; later calls return OK at once. They live until the
+// process exits. The
 // calling thread's current device is left as it was. Never called by kernels, so nothing is
 // created inside Execute. InvalidArgument for an index outside [0, 64); Internal when cuBLAS
 // cannot be loaded (with the loader's text) and naming the failed CUDA or cuBLAS call otherwise
