@@ -45,7 +45,7 @@ struct Device {
   }
 };
 
-// Parses a device string per CONFORMANCE.md P2: `type[:index]`, case-insensitive, surrounding
+// Parses a device string per docs/placement.md P2: `type[:index]`, case-insensitive, surrounding
 // spaces ignored, index 0 when absent. "cpu" and "host" both name the host. Returns
 // InvalidArgument naming the string and listing the valid types ("cpu", "host", "sim", "cuda")
 // for an unknown type, and naming the string for a malformed or negative index.

@@ -15,6 +15,7 @@ std::unique_ptr<DeviceRegistry> DeviceRegistry::CreateDefault(
   registry->Add(std::make_unique<HostDevice>()).IgnoreError();
   SimDeviceOptions sim_options;
   sim_options.guard = options.sim_guard;
+  sim_options.capacity_bytes = options.sim_device_bytes;
   for (int i = 0; i < options.num_sim_devices; ++i) {
     registry->Add(std::make_unique<SimDevice>(i, sim_options)).IgnoreError();
   }
@@ -37,6 +38,10 @@ absl::Status DeviceRegistry::Add(std::unique_ptr<DeviceRuntime> runtime) {
         absl::StrCat("device ", device.ToString(), " is already present in the registry"));
   }
   runtimes_.emplace(device, std::move(runtime));
+  non_host_.clear();
+  for (const auto& [d, r] : runtimes_) {
+    if (!d.is_host()) non_host_.push_back(r.get());
+  }
   return absl::OkStatus();
 }
 

@@ -30,6 +30,8 @@ struct DeviceRegistryOptions {
   bool sim_guard = true;
   // sim:0 .. sim:(num_sim_devices - 1); negative counts as 0.
   int num_sim_devices = 4;
+  // Each sim device's capacity in bytes; 0: as much as the host has available.
+  size_t sim_device_bytes = 0;
   // Add the CUDA devices found (when built with CUDA).
   bool use_cuda = true;
 };
@@ -52,10 +54,13 @@ class DeviceRegistry {
   absl::Status Add(std::unique_ptr<DeviceRuntime> runtime);
   // The present devices, sorted (host, sim:0, sim:1, ..., cuda:0, ...).
   std::vector<Device> devices() const;
+  // The runtimes of the present devices other than the host, in the same order; no copy.
+  const std::vector<DeviceRuntime*>& non_host_runtimes() const { return non_host_; }
   bool HasCuda() const;
 
  private:
   std::map<Device, std::unique_ptr<DeviceRuntime>> runtimes_;
+  std::vector<DeviceRuntime*> non_host_;
 };
 
 // Adds a runtime for every CUDA device found; a no-op without CUDA support, a driver or a GPU.

@@ -21,12 +21,17 @@
 // device runtime failure with its own text, InvalidArgument for a pointer range the device does not
 // own.
 //
-// Thread safety: a runtime is used by one thread at a time (the executor that owns a method).
+// Thread safety: a runtime is used by one thread at a time (the executor that owns a method),
+// with two exceptions that any thread may call at any time: Owns(), which answers without
+// touching state the using thread changes, and available_bytes(). Host memory allocation
+// (Allocate/Free on the host runtime) is also safe from any thread, since every method's
+// host arena comes from it.
 #ifndef FERRY_MEMORY_DEVICE_RUNTIME_H_
 #define FERRY_MEMORY_DEVICE_RUNTIME_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -76,8 +81,23 @@ class DeviceRuntime {
   // Frees memory from Allocate. nullptr is ignored.
   virtual void Free(void* ptr) = 0;
 
-  // Whether [ptr, ptr + bytes) lies entirely inside one allocation of this device.
+  // Whether [ptr, ptr + bytes) lies entirely inside one allocation of this device. Safe to call
+  // from any thread.
   virtual bool Owns(const void* ptr, size_t bytes) const = 0;
+
+  // Whether `ptr` lies in memory this device allocated and has since freed, as far as it
+  // remembers; lets an error say "freed memory" instead of "not this device's memory".
+  // Safe to call from any thread.
+  virtual bool WasFreed(const void* /*ptr*/) const { return false; }
+
+  // Bytes this device can still allocate, as far as it can tell: the host's available memory,
+  // a sim device's capacity (within the host's), a CUDA device's free memory. Loading checks
+  // every planned arena and constant region against it before allocating anything. The default
+  // (a device that cannot tell) is unlimited. Safe to call from any thread.
+  virtual size_t available_bytes() const { return std::numeric_limits<size_t>::max(); }
+  // Whether this device's memory is the host's RAM (the host itself, sim devices), so that its
+  // allocations and the host's draw on one budget.
+  virtual bool uses_host_memory() const { return false; }
 
   // Copies between host memory and this device's memory, and within this device.
   virtual absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) = 0;
@@ -103,8 +123,11 @@ class DeviceRuntime {
   virtual void ExitScope() {}
 
   // Page-locked host memory that this device copies to and from asynchronously, at full DMA
-  // speed (cudaHostAlloc on CUDA). Unimplemented for devices without such memory. Free it with
+  // speed (cudaHostAlloc on CUDA). Devices that offer it say so with has_pinned_host_memory();
+  // then a method's host arena is allocated here, so that its copies to and from the device
+  // run asynchronously. Unimplemented for devices without such memory. Free it with
   // FreePinnedHost of the same runtime.
+  virtual bool has_pinned_host_memory() const { return false; }
   virtual absl::StatusOr<void*> AllocatePinnedHost(size_t /*bytes*/) {
     return absl::UnimplementedError("this device has no pinned host memory");
   }

@@ -1,7 +1,12 @@
 #include "memory/host_device.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +14,47 @@
 
 namespace ferry {
 namespace internal {
+
+namespace {
+
+// The first number in the file at `path` ("max" and unreadable files: nullopt-like SIZE_MAX).
+size_t ReadNumber(const char* path) {
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return std::numeric_limits<size_t>::max();
+  unsigned long long value = 0;
+  const bool ok = std::fscanf(f, "%llu", &value) == 1;
+  std::fclose(f);
+  return ok ? static_cast<size_t>(value) : std::numeric_limits<size_t>::max();
+}
+
+}  // namespace
+
+size_t HostAvailableBytes() {
+  size_t available = std::numeric_limits<size_t>::max();
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+        available = static_cast<size_t>(kib) * 1024;
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  if (available == std::numeric_limits<size_t>::max()) {
+    const long pages = sysconf(_SC_AVPHYS_PAGES);
+    const long page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) available = static_cast<size_t>(pages) * static_cast<size_t>(page);
+  }
+  // A container's memory limit (cgroup v2) binds before the machine's memory does.
+  const size_t limit = ReadNumber("/sys/fs/cgroup/memory.max");
+  const size_t used = ReadNumber("/sys/fs/cgroup/memory.current");
+  if (limit != std::numeric_limits<size_t>::max() && used != std::numeric_limits<size_t>::max()) {
+    available = std::min(available, limit > used ? limit - used : 0);
+  }
+  return available;
+}
 
 absl::Status CheckAllocationRequest(Device device, size_t bytes, size_t alignment) {
   if (bytes == 0) {
@@ -168,7 +214,7 @@ HostDevice::~HostDevice() {
 
 absl::StatusOr<void*> HostDevice::Allocate(size_t bytes, size_t alignment) {
   FERRY_RETURN_IF_ERROR(internal::CheckAllocationRequest(device(), bytes, alignment));
-  if (allocation_limit_ == 0) {
+  if (allocation_limit_.load(std::memory_order_relaxed) == 0) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "host: out of memory allocating ", bytes, " bytes (injected allocation limit)"));
   }
@@ -184,6 +230,7 @@ absl::StatusOr<void*> HostDevice::Allocate(size_t bytes, size_t alignment) {
     return absl::ResourceExhaustedError(
         absl::StrCat("host: out of memory allocating ", bytes, " bytes"));
   }
+  std::lock_guard<std::mutex> lock(mu_);
   if (allocation_limit_ > 0) --allocation_limit_;
   allocations_.emplace(reinterpret_cast<uintptr_t>(p), bytes);
   ++counters_.allocations;
@@ -193,15 +240,38 @@ absl::StatusOr<void*> HostDevice::Allocate(size_t bytes, size_t alignment) {
 
 void HostDevice::Free(void* ptr) {
   if (ptr == nullptr) return;
-  auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == allocations_.end()) return;
-  counters_.allocated_bytes -= it->second;
-  allocations_.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == allocations_.end()) return;
+    counters_.allocated_bytes -= it->second;
+    allocations_.erase(it);
+  }
   std::free(ptr);
 }
 
+size_t HostDevice::live_allocations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return allocations_.size();
+}
+
+DeviceCounters HostDevice::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+void HostDevice::Count(uint64_t DeviceCounters::*copies, uint64_t DeviceCounters::*bytes_counter,
+                       size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++(counters_.*copies);
+  counters_.*bytes_counter += bytes;
+}
+
+size_t HostDevice::available_bytes() const { return internal::HostAvailableBytes(); }
+
 bool HostDevice::Owns(const void* ptr, size_t bytes) const {
   const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = allocations_.upper_bound(p);
   if (it == allocations_.begin()) return false;
   --it;
@@ -213,8 +283,7 @@ absl::Status HostDevice::CopyHostToDevice(void* dst, const void* src, size_t byt
   if (bytes == 0) return absl::OkStatus();
   FERRY_RETURN_IF_ERROR(CheckHostCopy("h2d", dst, src, bytes));
   std::memmove(dst, src, bytes);
-  ++counters_.h2d_copies;
-  counters_.h2d_bytes += bytes;
+  Count(&DeviceCounters::h2d_copies, &DeviceCounters::h2d_bytes, bytes);
   return absl::OkStatus();
 }
 
@@ -222,8 +291,7 @@ absl::Status HostDevice::CopyDeviceToHost(void* dst, const void* src, size_t byt
   if (bytes == 0) return absl::OkStatus();
   FERRY_RETURN_IF_ERROR(CheckHostCopy("d2h", dst, src, bytes));
   std::memmove(dst, src, bytes);
-  ++counters_.d2h_copies;
-  counters_.d2h_bytes += bytes;
+  Count(&DeviceCounters::d2h_copies, &DeviceCounters::d2h_bytes, bytes);
   return absl::OkStatus();
 }
 
@@ -231,8 +299,7 @@ absl::Status HostDevice::CopyDeviceToDevice(void* dst, const void* src, size_t b
   if (bytes == 0) return absl::OkStatus();
   FERRY_RETURN_IF_ERROR(CheckHostCopy("d2d", dst, src, bytes));
   std::memmove(dst, src, bytes);
-  ++counters_.d2d_copies;
-  counters_.d2d_bytes += bytes;
+  Count(&DeviceCounters::d2d_copies, &DeviceCounters::d2d_bytes, bytes);
   return absl::OkStatus();
 }
 
@@ -242,8 +309,7 @@ absl::Status HostDevice::CopyHostStridedToDevice(void* dst, const void* src,
   if (bytes == 0) return absl::OkStatus();
   FERRY_RETURN_IF_ERROR(CheckHostCopy("strided h2d", dst, src, bytes));
   internal::GatherStrided(dst, src, layout);
-  ++counters_.h2d_copies;
-  counters_.h2d_bytes += bytes;
+  Count(&DeviceCounters::h2d_copies, &DeviceCounters::h2d_bytes, bytes);
   return absl::OkStatus();
 }
 
@@ -266,6 +332,7 @@ absl::Status HostDevice::Zero(void* dst, size_t bytes) {
 }
 
 void HostDevice::ResetCounters() {
+  std::lock_guard<std::mutex> lock(mu_);
   const uint64_t allocated = counters_.allocated_bytes;
   counters_ = DeviceCounters{};
   counters_.allocated_bytes = allocated;

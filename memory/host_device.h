@@ -14,16 +14,21 @@
 // so load paths can be tested for failure at every allocation.
 //
 // Ownership: memory from Allocate() belongs to the caller until Free(); the destructor frees
-// whatever is still allocated. Thread safety: one thread at a time (see DeviceRuntime).
+// whatever is still allocated. Thread safety: Allocate, Free, Owns, the copies and the counters
+// may be called from any thread (every method's host arena comes from this runtime, and
+// methods run on threads of their own); the fault injection setters are for tests that
+// configure the runtime before use.
 //
 // This header also carries the strided-gather primitives the host and sim runtimes share
 // (ferry::internal).
 #ifndef FERRY_MEMORY_HOST_DEVICE_H_
 #define FERRY_MEMORY_HOST_DEVICE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -47,6 +52,9 @@ class HostDevice final : public DeviceRuntime {
   // Frees memory from Allocate(); nullptr and pointers this runtime did not allocate are ignored.
   void Free(void* ptr) override;
   bool Owns(const void* ptr, size_t bytes) const override;
+  // The memory the system reports available (MemAvailable), within the process's cgroup limit.
+  size_t available_bytes() const override;
+  bool uses_host_memory() const override { return true; }
 
   absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override;
   absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
@@ -63,18 +71,22 @@ class HostDevice final : public DeviceRuntime {
 
   // `allocations` counts successful Allocate() calls since the last reset; `allocated_bytes` is
   // what is allocated now and survives ResetCounters().
-  DeviceCounters counters() const override { return counters_; }
+  DeviceCounters counters() const override;
   void ResetCounters() override;
 
   // The next `n` allocations succeed, later ones return ResourceExhausted; -1 = unlimited.
   void set_allocation_limit(int64_t n) { allocation_limit_ = n; }
   // Number of allocations not yet freed.
-  size_t live_allocations() const { return allocations_.size(); }
+  size_t live_allocations() const;
 
  private:
+  void Count(uint64_t DeviceCounters::*copies, uint64_t DeviceCounters::*bytes_counter,
+             size_t bytes);
+
+  mutable std::mutex mu_;  // guards allocations_ and counters_
   std::map<uintptr_t, size_t> allocations_;  // start -> requested bytes
   DeviceCounters counters_;
-  int64_t allocation_limit_ = -1;
+  std::atomic<int64_t> allocation_limit_{-1};
 };
 
 namespace internal {
@@ -92,6 +104,10 @@ absl::StatusOr<size_t> DenseBytesOf(const StridedLayout& layout, absl::string_vi
 // passed DenseBytesOf. One memcpy when the source is already dense; otherwise one memcpy per
 // innermost contiguous run. Allocates nothing.
 void GatherStrided(void* dst, const void* src, const StridedLayout& layout);
+
+// The host memory this process can still use: the system's MemAvailable, within the cgroup's
+// memory limit when one is set. SIZE_MAX when neither can be read.
+size_t HostAvailableBytes();
 
 // Power of two in [1, 4096]: what every runtime's Allocate() accepts.
 absl::Status CheckAllocationRequest(Device device, size_t bytes, size_t alignment);

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -176,7 +177,7 @@ void InstallSimGuardFaultHandler() {
 SimDevice* AsSimDevice(DeviceRuntime* runtime) { return dynamic_cast<SimDevice*>(runtime); }
 
 SimDevice::SimDevice(int32_t index, SimDeviceOptions options)
-    : index_(index), guard_(options.guard) {}
+    : index_(index), guard_(options.guard), capacity_bytes_(options.capacity_bytes) {}
 
 SimDevice::~SimDevice() {
   for (const auto& [start, mapping] : allocations_) {
@@ -222,11 +223,12 @@ absl::StatusOr<void*> SimDevice::Allocate(size_t bytes, size_t alignment) {
     return absl::ResourceExhaustedError(absl::StrCat(
         name, ": out of memory allocating ", bytes, " bytes (injected allocation limit)"));
   }
-  if (capacity_bytes_ != 0 && (counters_.allocated_bytes > capacity_bytes_ ||
-                               bytes > capacity_bytes_ - counters_.allocated_bytes)) {
+  const size_t capacity = capacity_bytes_.load(std::memory_order_relaxed);
+  if (capacity != 0 && (counters_.allocated_bytes > capacity ||
+                        bytes > capacity - counters_.allocated_bytes)) {
     return absl::ResourceExhaustedError(
         absl::StrCat(name, ": out of memory allocating ", bytes, " bytes (",
-                     counters_.allocated_bytes, " of ", capacity_bytes_, " bytes in use)"));
+                     counters_.allocated_bytes, " of ", capacity, " bytes in use)"));
   }
   const size_t page = PageSize();
   if (bytes > SIZE_MAX - (page - 1)) {
@@ -242,32 +244,56 @@ absl::StatusOr<void*> SimDevice::Allocate(size_t bytes, size_t alignment) {
   }
   const uintptr_t start = reinterpret_cast<uintptr_t>(p);
   const int slot = guard_ ? ClaimGuardSlot(start, start + mapped, index_) : -1;
-  allocations_.emplace(start, Mapping{bytes, mapped, slot});
-  UpdateSpan();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    allocations_.emplace(start, Mapping{bytes, mapped, slot});
+    UpdateSpan();
+  }
   if (allocation_limit_ > 0) --allocation_limit_;
   ++counters_.allocations;
   counters_.allocated_bytes += bytes;
+  live_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   return p;
 }
 
 void SimDevice::Free(void* ptr) {
   if (ptr == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == allocations_.end()) return;
   ReleaseGuardSlot(it->second.guard_slot);
   munmap(ptr, it->second.mapped);
   counters_.allocated_bytes -= it->second.requested;
+  live_bytes_.fetch_sub(it->second.requested, std::memory_order_relaxed);
   if (it->first == last_hit_begin_) last_hit_begin_ = last_hit_size_ = 0;
+  freed_[freed_next_] = {it->first, it->first + it->second.requested};
+  freed_next_ = (freed_next_ + 1) % kFreedRemembered;
   allocations_.erase(it);
   UpdateSpan();
 }
 
 bool SimDevice::Owns(const void* ptr, size_t bytes) const {
   const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  // Outside the span of all allocations (most host pointers): no lock, no lookup.
+  if (p < span_begin_.load(std::memory_order_relaxed) ||
+      p >= span_end_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = allocations_.upper_bound(p);
+  if (it == allocations_.begin()) return false;
+  --it;
+  const uintptr_t offset = p - it->first;
+  return offset < it->second.requested && bytes <= it->second.requested - offset;
+}
+
+bool SimDevice::OwnsAndRemember(const void* ptr, size_t bytes) const {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
   // Copies mostly hit the allocation the previous one hit (a method's arena).
   if (p >= last_hit_begin_ && p - last_hit_begin_ < last_hit_size_) {
     return bytes <= last_hit_size_ - (p - last_hit_begin_);
   }
+  // The map changes only on this thread, so reading it needs no lock here.
   auto it = allocations_.upper_bound(p);
   if (it == allocations_.begin()) return false;
   --it;
@@ -278,20 +304,47 @@ bool SimDevice::Owns(const void* ptr, size_t bytes) const {
   return bytes <= it->second.requested - offset;
 }
 
+bool SimDevice::WasFreed(const void* ptr) const {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [begin, end] : freed_) {
+    if (p >= begin && p < end) {
+      // The range may have been handed out again since.
+      auto it = allocations_.upper_bound(p);
+      return it == allocations_.begin() || p >= std::prev(it)->first + std::prev(it)->second.requested;
+    }
+  }
+  return false;
+}
+
+size_t SimDevice::available_bytes() const {
+  size_t available = internal::HostAvailableBytes();
+  const size_t capacity = capacity_bytes_.load(std::memory_order_relaxed);
+  if (capacity != 0) {
+    const size_t live = live_bytes_.load(std::memory_order_relaxed);
+    available = std::min(available, capacity > live ? capacity - live : 0);
+  }
+  return available;
+}
+
 void SimDevice::UpdateSpan() {
   if (allocations_.empty()) {
-    span_begin_ = span_end_ = 0;
+    span_begin_.store(0, std::memory_order_relaxed);
+    span_end_.store(0, std::memory_order_relaxed);
     return;
   }
   const auto last = std::prev(allocations_.end());
-  span_begin_ = allocations_.begin()->first;
-  span_end_ = last->first + last->second.mapped;
+  span_begin_.store(allocations_.begin()->first, std::memory_order_relaxed);
+  span_end_.store(last->first + last->second.mapped, std::memory_order_relaxed);
 }
 
 bool SimDevice::Overlaps(uintptr_t begin, size_t bytes) const {
   const uintptr_t end = bytes > UINTPTR_MAX - begin ? UINTPTR_MAX : begin + bytes;
   // Outside the span of all allocations: no lookup.
-  if (end <= span_begin_ || begin >= span_end_) return false;
+  if (end <= span_begin_.load(std::memory_order_relaxed) ||
+      begin >= span_end_.load(std::memory_order_relaxed)) {
+    return false;
+  }
   auto it = allocations_.lower_bound(end);  // first allocation starting at or after `end`
   if (it == allocations_.begin()) return false;
   --it;
@@ -300,7 +353,7 @@ bool SimDevice::Overlaps(uintptr_t begin, size_t bytes) const {
 
 absl::Status SimDevice::CheckDeviceRange(const char* what, const char* side, const void* ptr,
                                          size_t bytes) const {
-  if (Owns(ptr, bytes)) return absl::OkStatus();
+  if (OwnsAndRemember(ptr, bytes)) return absl::OkStatus();
   const std::string name = device().ToString();
   return absl::InvalidArgumentError(absl::StrCat(
       name, ": ", what, " copy ", side, " ", Range(ptr, bytes), " is not memory of ", name,
@@ -420,7 +473,7 @@ absl::Status SimDevice::CopyFromPeer(void* dst, DeviceRuntime& peer, const void*
     return absl::OkStatus();
   }
   FERRY_RETURN_IF_ERROR(CheckDeviceRange("d2d", "destination", dst, bytes));
-  if (sim_peer != nullptr && !sim_peer->Owns(src, bytes)) {
+  if (sim_peer != nullptr && !sim_peer->OwnsAndRemember(src, bytes)) {
     const std::string peer_name = peer.device().ToString();
     return absl::InvalidArgumentError(absl::StrCat(
         device().ToString(), ": d2d copy from ", peer_name, ": source ", Range(src, bytes),
@@ -446,7 +499,7 @@ absl::Status SimDevice::CopyFromPeer(void* dst, DeviceRuntime& peer, const void*
 
 absl::Status SimDevice::Zero(void* dst, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  if (!Owns(dst, bytes)) {
+  if (!OwnsAndRemember(dst, bytes)) {
     const std::string name = device().ToString();
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": zeroing ", Range(dst, bytes), ": the range is not memory of ", name));

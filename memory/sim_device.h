@@ -26,15 +26,24 @@
 // Fault injection (reliability tests): set_allocation_limit, set_capacity_bytes,
 // set_copy_failure_after. InstallSimGuardFaultHandler() makes a guard fault explain itself.
 //
+// Capacity: SimDeviceOptions::capacity_bytes (0: as much as the host has available) bounds what
+// the device holds at once; available_bytes() reports what is left of it, within the host's
+// available memory, since sim memory is host memory.
+//
 // Ownership: memory from Allocate() is the caller's until Free(); the destructor unmaps whatever
-// is still allocated. Thread safety: one thread at a time (see DeviceRuntime); the fault handler
-// reads a lock-free table and is safe to run at any time.
+// is still allocated. Thread safety: one thread at a time (see DeviceRuntime), except Owns(),
+// WasFreed() and available_bytes(), which any thread may call at any time: a method on another
+// device asks every device whether a caller's pointer is its memory. The fault handler reads a
+// lock-free table and is safe to run at any time.
 #ifndef FERRY_MEMORY_SIM_DEVICE_H_
 #define FERRY_MEMORY_SIM_DEVICE_H_
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -46,6 +55,8 @@ namespace ferry {
 struct SimDeviceOptions {
   // Make memory inaccessible outside device scopes. Off for benchmarks.
   bool guard = true;
+  // The most requested bytes the device holds at once; 0 = as much as the host has available.
+  size_t capacity_bytes = 0;
 };
 
 class SimDevice final : public DeviceRuntime {
@@ -63,8 +74,14 @@ class SimDevice final : public DeviceRuntime {
   // Unmaps memory from Allocate(); nullptr and pointers that do not start an allocation of this
   // device are ignored.
   void Free(void* ptr) override;
-  // Against the requested sizes, not the page-rounded mappings.
+  // Against the requested sizes, not the page-rounded mappings. Thread-safe.
   bool Owns(const void* ptr, size_t bytes) const override;
+  // Whether `ptr` lies in one of the last allocations this device freed (it remembers a few), so
+  // that a use after free is named as such instead of as foreign memory. Thread-safe.
+  bool WasFreed(const void* ptr) const override;
+  // What is left of the capacity, within the host's available memory. Thread-safe.
+  size_t available_bytes() const override;
+  bool uses_host_memory() const override { return true; }
 
   absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override;
   absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
@@ -100,7 +117,7 @@ class SimDevice final : public DeviceRuntime {
   // ResourceExhausted naming the device; -1 = unlimited.
   void set_allocation_limit(int64_t n) { allocation_limit_ = n; }
   // The most requested bytes the device holds at once; an allocation beyond it returns
-  // ResourceExhausted. 0 = unlimited.
+  // ResourceExhausted. 0 = as much as the host has available.
   void set_capacity_bytes(size_t bytes) { capacity_bytes_ = bytes; }
   // The next `n` copies succeed, the one after returns Internal naming the device (once; later
   // copies succeed again); -1 = never. Copies refused for a bad range do not count.
@@ -123,8 +140,11 @@ class SimDevice final : public DeviceRuntime {
     if (other_device_side != nullptr && !InLastHit(other_device_side, bytes)) return false;
     if (host_side == nullptr) return other_device_side != nullptr;
     const uintptr_t h = reinterpret_cast<uintptr_t>(host_side);
-    return h >= span_end_ || (h < span_begin_ && bytes <= span_begin_ - h);
+    const uintptr_t begin = span_begin_.load(std::memory_order_relaxed);
+    return h >= span_end_.load(std::memory_order_relaxed) || (h < begin && bytes <= begin - h);
   }
+  // Owns() for the thread using the device: also remembers the allocation it found.
+  bool OwnsAndRemember(const void* ptr, size_t bytes) const;
   bool InLastHit(const void* p, size_t bytes) const {
     const uintptr_t a = reinterpret_cast<uintptr_t>(p);
     return a >= last_hit_begin_ && a - last_hit_begin_ < last_hit_size_ &&
@@ -146,16 +166,25 @@ class SimDevice final : public DeviceRuntime {
   int32_t index_;
   bool guard_;
   int depth_ = 0;
+  // Changed only by the thread using the device, under mu_; other threads read it under mu_.
+  mutable std::mutex mu_;
   std::map<uintptr_t, Mapping> allocations_;  // by start address
-  // The allocation Owns() last found (requested bytes), checked before the map.
+  // The last allocations freed, [begin, end) each, for WasFreed (guarded by mu_).
+  static constexpr int kFreedRemembered = 32;
+  std::array<std::pair<uintptr_t, uintptr_t>, kFreedRemembered> freed_{};
+  int freed_next_ = 0;
+  // The allocation OwnsAndRemember() last found (requested bytes), checked before the map; the
+  // using thread's alone.
   mutable uintptr_t last_hit_begin_ = 0;
   mutable size_t last_hit_size_ = 0;
-  // [lowest start, highest end) of all mappings; empty when nothing is allocated.
-  uintptr_t span_begin_ = 0;
-  uintptr_t span_end_ = 0;
+  // [lowest start, highest end) of all mappings; empty when nothing is allocated. Read by any
+  // thread to rule pointers out without a lock.
+  std::atomic<uintptr_t> span_begin_{0};
+  std::atomic<uintptr_t> span_end_{0};
+  std::atomic<size_t> live_bytes_{0};  // requested bytes allocated now
   DeviceCounters counters_;
   int64_t allocation_limit_ = -1;
-  size_t capacity_bytes_ = 0;
+  std::atomic<size_t> capacity_bytes_{0};
   int64_t copy_failure_after_ = -1;
 };
 

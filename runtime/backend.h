@@ -6,6 +6,12 @@
 // a DelegateInstance. Execute then runs once per call with device-resident arguments and results.
 // Destroying the instance releases what Init acquired (the "destroy" of the design).
 //
+// Contract checked at load: an instance reports, through signature(), the dtype and sizes its
+// payload reads for each tensor argument and produces for each result. LoadMethod compares them
+// with the arguments and results the program declares for the node and refuses a mismatch,
+// naming the node, the argument or result and both shapes, so a payload that writes more (or
+// less) than its declared results can never run.
+//
 //   class MyBackend : public Backend {
 //     absl::string_view name() const override { return "mine"; }
 //     bool SupportsDevice(DeviceType t) const override { return t == DeviceType::kSim; }
@@ -40,9 +46,24 @@
 
 namespace ferry {
 
+// A tensor as a delegate's payload reads or produces it.
+struct TensorSpec {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> sizes;
+};
+
+// What a delegate instance reads and produces: one entry per tensor argument of the call, in
+// order (scalar arguments have none), and one per result.
+struct DelegateSignature {
+  std::vector<TensorSpec> tensor_args;
+  std::vector<TensorSpec> results;
+};
+
 class DelegateInstance {
  public:
   virtual ~DelegateInstance() = default;
+  // The dtypes and sizes the payload reads and produces; see the contract above.
+  virtual DelegateSignature signature() const = 0;
   // Device memory Execute needs besides its arguments and results.
   virtual size_t scratch_bytes() const { return 0; }
   virtual absl::Status Execute(absl::Span<TensorRef* const> args,

@@ -96,15 +96,14 @@ class GraphInstance : public DelegateInstance {
   }
 
   size_t scratch_bytes() const override { return scratch_bytes_; }
+  DelegateSignature signature() const override { return signature_; }
 
   absl::Status Execute(absl::Span<TensorRef* const> args, absl::Span<TensorRef* const> results,
                        void* scratch) override {
     for (size_t i = 0; i < input_refs_.size(); ++i) {
       TensorRef* arg = args[arg_of_input_[i]];
       if (check_ownership_ && !device_runtime_->Owns(arg->data, arg->nbytes())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "graph backend: argument ", arg_of_input_[i], " is not memory of ",
-            device_runtime_->device().ToString(), "; a device delegate was handed host memory"));
+        return ForeignArgument(arg_of_input_[i], arg->data);
       }
       refs_[input_refs_[i]].data = arg->data;
     }
@@ -129,6 +128,19 @@ class GraphInstance : public DelegateInstance {
  private:
   GraphInstance() = default;
 
+  // Built only on the error path.
+  absl::Status ForeignArgument(int32_t arg, const void* data) const {
+    const std::string device = device_runtime_->device().ToString();
+    if (device_runtime_->WasFreed(data)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph backend: argument ", arg, " is memory of ", device,
+          " that was freed; a device delegate was handed a buffer after its release"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph backend: argument ", arg, " is not memory of ", device,
+        "; a device delegate was handed host memory or memory of another device"));
+  }
+
   absl::Status Compile(const MethodDef& main, const DelegateInit& init) {
     const OpRegistry& ops = *init.ops;
     // Arguments: every tensor argument of the call is an input of "main", in order.
@@ -147,8 +159,17 @@ class GraphInstance : public DelegateInstance {
                                                      " values, but the call has ",
                                                      init.results.size(), " results"));
     }
+    // What "main" reads and returns, as the program declares it (verified, and checked against
+    // the inferred shapes of its nodes below); the loader compares it with the call.
+    for (ValueId v : main.inputs) {
+      const TensorMeta& meta = main.values[v].meta;
+      signature_.tensor_args.push_back({meta.dtype, {meta.sizes.begin(), meta.sizes.end()}});
+    }
+    for (ValueId v : main.outputs) {
+      const TensorMeta& meta = main.values[v].meta;
+      signature_.results.push_back({meta.dtype, {meta.sizes.begin(), meta.sizes.end()}});
+    }
     refs_.resize(main.values.size());
-    std::vector<bool> defined(main.values.size(), false);
     for (size_t i = 0; i < main.inputs.size(); ++i) {
       ValueId v = main.inputs[i];
       const TensorRef& arg = init.args[tensor_args[i]];
@@ -331,6 +352,7 @@ class GraphInstance : public DelegateInstance {
   std::vector<std::pair<ValueId, int32_t>> bound_outputs_;
   std::vector<std::pair<ValueId, int32_t>> copied_outputs_;
   size_t scratch_bytes_ = 0;
+  DelegateSignature signature_;
   DeviceBuffer constants_;
   internal::HostStepTables tables_;
   KernelFn copy_kernel_ = nullptr;

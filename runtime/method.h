@@ -14,9 +14,18 @@
 // Execute allocates nothing, takes no lock and looks nothing up by name: it runs the step list built
 // at load (host kernels, delegate calls, copies, synchronization). Errors: SetInput and
 // SetOutputBuffer return InvalidArgument naming the input or output, the expected and the given
-// dtype, shape, size or device, and change nothing; Execute returns FailedPrecondition naming an
-// input that was never set, or the error of the step that failed (naming the node). A method stays
-// usable after any error.
+// dtype, shape, rank, size or device, and change nothing; Execute returns FailedPrecondition
+// naming an input that was never set, InvalidArgument naming both when an output buffer overlaps
+// an input or another output buffer (checked before any step runs, since a step would overwrite
+// what a later step reads; bindings may change in any order between calls), or the error of the
+// step that failed (naming the node). A method stays usable after any error.
+//
+// After a failed Execute: the method's own memory (arenas, state) may hold values of the failed
+// call. A caller buffer bound with SetOutputBuffer is written only by the step that produces
+// that output (the output's copy or its producing node), so it holds either its previous
+// content, when the failure came before that step, or this call's value of the output, when it
+// came after; nothing else is ever written into it. Output(i) returns an empty view until the
+// next successful Execute, so stale or partial results are never read by accident.
 //
 // Thread safety: a Method is used by one thread at a time.
 #ifndef FERRY_RUNTIME_METHOD_H_
@@ -101,7 +110,8 @@ class Method {
   const void* buffer_data(int32_t buffer) const;
 
   // Output `index` of the last successful Execute (its memory is the method's, or the caller's
-  // buffer), on the device the plan names.
+  // buffer), on the device the plan names. An empty view (data() == nullptr) when `index` is out
+  // of range or the last Execute failed.
   TensorView Output(size_t index) const;
 
  private:

@@ -8,15 +8,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "runtime/internal/load_util.h"
 
 namespace ferry {
 namespace {
 
-std::string Bytes(size_t n) {
-  if (n >= (1u << 20)) return absl::StrFormat("%.1f MiB", n / 1048576.0);
-  if (n >= 4096) return absl::StrFormat("%.1f KiB", n / 1024.0);
-  return absl::StrCat(n, " B");
-}
+std::string Bytes(size_t n) { return internal::FormatBytes(n); }
 
 std::string Shape(DType dtype, const std::vector<int64_t>& sizes) {
   return absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(sizes, ", "), "]");

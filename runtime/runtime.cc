@@ -17,6 +17,7 @@ Runtime::Runtime(const RuntimeOptions& options) : ops_(OpRegistry::WithBuiltIns(
   DeviceRegistryOptions device_options;
   device_options.sim_guard = options.sim_guard;
   device_options.num_sim_devices = options.num_sim_devices;
+  device_options.sim_device_bytes = options.sim_device_bytes;
   devices_ = DeviceRegistry::CreateDefault(device_options);
   backends_.emplace(kGraphBackendName, MakeGraphBackend());
   if (!devices_->HasCuda()) {
@@ -53,6 +54,7 @@ absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethod(const Program& progr
 
 absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethod(const MethodDef& method,
                                                             const LoadOptions& options) const {
+  std::lock_guard<std::mutex> lock(load_mu_);
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<internal::MethodImpl> impl,
                          internal::MethodImpl::Load(*this, method, options));
   return std::unique_ptr<Method>(new Method(std::move(impl)));

@@ -14,14 +14,25 @@
 // The default device map sends cuda:N to sim:N when no CUDA device is present, so every program
 // runs on any machine. A declared device neither present nor mapped is a load error.
 //
-// Thread safety: configure (ops(), RegisterBackend) before loading. Loading allocates device
-// memory and copies to devices, and devices serve one thread at a time: call LoadMethod from one
-// thread at a time, and not while a method of this runtime executes on another thread. Methods
-// may execute on different threads when they use different devices. Runtimes are independent.
+// Memory: before allocating anything, loading checks every device's planned arena and constant
+// replicas against the device's available memory and LoadOptions::memory_limits, and the host
+// and sim devices together against the host's memory; a program whose declared sizes do not fit
+// is refused with ResourceExhausted (see LoadOptions::memory_limits). `ferry plan` prints the
+// totals per device.
+//
+// Thread safety: configure (ops(), RegisterBackend) before loading. After that:
+// - LoadMethod may be called from any number of threads at once; the calls are serialized.
+// - Methods may execute on different threads at once when they use different devices (the host
+//   aside: every method may use the host). A method is used by one thread at a time.
+// - LoadMethod may run while methods execute on other threads, provided the method being loaded
+//   uses none of the non-host devices they use (devices serve one thread at a time: loading
+//   copies constants to its devices). Destroying a method follows the same rule.
+// Runtimes are independent.
 #ifndef FERRY_RUNTIME_RUNTIME_H_
 #define FERRY_RUNTIME_RUNTIME_H_
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +53,8 @@ namespace ferry {
 struct RuntimeOptions {
   bool sim_guard = true;    // guard sim device memory outside device scopes
   int num_sim_devices = 4;  // sim:0 .. sim:(n-1)
+  // The capacity of each sim device in bytes; 0: as much as the host has available.
+  size_t sim_device_bytes = 0;
   bool use_cuda = true;     // discover CUDA devices (when built with CUDA)
 };
 
@@ -51,6 +64,12 @@ struct LoadOptions {
   bool error_on_per_call_copies = false;
   // Declared device -> device used; nullopt: the runtime's default map.
   std::optional<absl::flat_hash_map<Device, Device>> device_map;
+  // The most bytes the method may take on a device (a device as used, after the device map):
+  // its arena and its constant replicas together. Loading also checks every device against
+  // what it has available (DeviceRuntime::available_bytes) and the host and sim devices
+  // together against the host's memory. A method over either is refused with ResourceExhausted
+  // naming the device and the largest values there, before anything is allocated.
+  absl::flat_hash_map<Device, size_t> memory_limits;
 };
 
 class Runtime {
@@ -82,6 +101,7 @@ class Runtime {
 
  private:
   OpRegistry ops_;
+  mutable std::mutex load_mu_;  // serializes LoadMethod
   std::unique_ptr<DeviceRegistry> devices_;
   absl::flat_hash_map<std::string, std::unique_ptr<Backend>> backends_;
   absl::flat_hash_map<Device, Device> default_map_;

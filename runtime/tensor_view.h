@@ -4,6 +4,9 @@
 //   std::vector<float> a(4);
 //   method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 2}, a.data()));
 //   TensorView out = method->Output(0);      // out.device(), out.data_as<float>()
+//
+// An empty view (data() == nullptr, rank 0) is what Method::Output returns for an index out of
+// range or after a failed Execute.
 #ifndef FERRY_RUNTIME_TENSOR_VIEW_H_
 #define FERRY_RUNTIME_TENSOR_VIEW_H_
 
@@ -19,10 +22,14 @@ namespace ferry {
 class TensorView {
  public:
   TensorView() = default;
-  // A dense row-major tensor at `data` on `device`.
+  // A dense row-major tensor at `data` on `device`. More than kMaxRank sizes make a view that
+  // SetInput and SetOutputBuffer refuse (given_rank() says how many were given).
   TensorView(DType dtype, absl::Span<const int64_t> sizes, void* data, Device device)
-      : ref_(TensorRef::Contiguous(dtype, sizes, data)), device_(device) {}
-  TensorView(const TensorRef& ref, Device device) : ref_(ref), device_(device) {}
+      : ref_(TensorRef::Contiguous(dtype, sizes, data)),
+        device_(device),
+        given_rank_(sizes.size()) {}
+  TensorView(const TensorRef& ref, Device device)
+      : ref_(ref), device_(device), given_rank_(ref.rank < 0 ? 0 : ref.rank) {}
 
   static TensorView Host(DType dtype, absl::Span<const int64_t> sizes, void* data) {
     return TensorView(dtype, sizes, data, Device::Host());
@@ -44,10 +51,14 @@ class TensorView {
   }
   const Device& device() const { return device_; }
   const TensorRef& ref() const { return ref_; }
+  // The number of sizes the view was made with; above kMaxRank, ref() holds only the first
+  // kMaxRank of them and the view is refused wherever it is bound.
+  size_t given_rank() const { return given_rank_; }
 
  private:
   TensorRef ref_;
   Device device_;
+  size_t given_rank_ = 0;
 };
 
 }  // namespace ferry

@@ -95,22 +95,44 @@ absl::StatusOr<void*> CudaDevice::Allocate(size_t bytes, size_t alignment) {
   FERRY_RETURN_IF_ERROR(Activate());
   void* p = nullptr;
   FERRY_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, bytes));
-  allocations_[reinterpret_cast<uintptr_t>(p)] = bytes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    allocations_[reinterpret_cast<uintptr_t>(p)] = bytes;
+  }
   ++counters_.allocations;
   counters_.allocated_bytes += bytes;
   return p;
 }
 
 void CudaDevice::Free(void* ptr) {
-  auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
-  if (ptr == nullptr || it == allocations_.end()) return;
+  size_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
+    if (ptr == nullptr || it == allocations_.end()) return;
+    bytes = it->second;
+    allocations_.erase(it);
+  }
   if (cudaSetDevice(index_) == cudaSuccess) {
     // Work issued on the stream may still use the memory: a full wait.
     WaitForStream().IgnoreError();
     cudaFree(ptr);
   }
-  counters_.allocated_bytes -= it->second;
-  allocations_.erase(it);
+  counters_.allocated_bytes -= bytes;
+}
+
+size_t CudaDevice::available_bytes() const {
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
+  size_t free_bytes = 0, total_bytes = 0;
+  const bool ok = cudaSetDevice(index_) == cudaSuccess &&
+                  cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+  if (previous >= 0) cudaSetDevice(previous);
+  if (!ok) {
+    cudaGetLastError();
+    return 0;
+  }
+  return free_bytes;
 }
 
 bool CudaDevice::Owns(const void* ptr, size_t bytes) const {
@@ -123,11 +145,14 @@ bool CudaDevice::Owns(const void* ptr, size_t bytes) const {
   // The whole range must lie in one allocation; for memory allocated elsewhere (a caller's
   // cudaMalloc) the driver's answer for both ends is the best available.
   uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-  auto it = allocations_.upper_bound(p);
-  if (it != allocations_.begin()) {
-    --it;
-    if (p >= it->first && p < it->first + it->second) {
-      return bytes <= it->second && p - it->first <= it->second - bytes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocations_.upper_bound(p);
+    if (it != allocations_.begin()) {
+      --it;
+      if (p >= it->first && p < it->first + it->second) {
+        return bytes <= it->second && p - it->first <= it->second - bytes;
+      }
     }
   }
   if (bytes == 0) return true;

@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "absl/status/statusor.h"
 #include "memory/device_runtime.h"
@@ -65,7 +66,12 @@ class CudaDevice : public DeviceRuntime {
   Device device() const override { return Device::Cuda(index_); }
   absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) override;
   void Free(void* ptr) override;
+  // Thread-safe (the allocation table is locked; the driver's pointer queries are thread-safe).
   bool Owns(const void* ptr, size_t bytes) const override;
+  // Free device memory (cudaMemGetInfo). Thread-safe; leaves the calling thread's current device
+  // as it was.
+  size_t available_bytes() const override;
+  bool has_pinned_host_memory() const override { return true; }
   absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override;
   absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
   absl::Status CopyDeviceToDevice(void* dst, const void* src, size_t bytes) override;
@@ -124,6 +130,7 @@ class CudaDevice : public DeviceRuntime {
   int32_t index_;
   Handles h_;
   int next_staging_ = 0;  // the chunk the next staged copy starts with
+  mutable std::mutex mu_;  // guards allocations_ against Owns() from other threads
   std::map<uintptr_t, size_t> allocations_;
   DeviceCounters counters_;
 };

@@ -78,6 +78,22 @@ class PinnedHostBuffer {
   void* data_;
 };
 
+class MethodLoader;  // runtime/method_loader.cc: the load phases
+
+// Caller memory bound to an input or an output: [begin, end), empty when none.
+struct CallerRange {
+  uintptr_t begin = 0;
+  uintptr_t end = 0;
+  static CallerRange Of(const void* data, size_t bytes) {
+    const uintptr_t b = reinterpret_cast<uintptr_t>(data);
+    return {b, b + bytes};
+  }
+  bool empty() const { return begin == end; }
+  bool Overlaps(const CallerRange& other) const {
+    return !empty() && !other.empty() && begin < other.end && other.begin < end;
+  }
+};
+
 class MethodImpl {
  public:
   static absl::StatusOr<std::unique_ptr<MethodImpl>> Load(const Runtime& runtime,
@@ -94,9 +110,13 @@ class MethodImpl {
   const void* buffer_data(int32_t buffer) const { return refs_[buffer].data; }
 
  private:
+  friend class MethodLoader;
   MethodImpl() = default;
   absl::Status CheckCallerTensor(const char* what, size_t index, const IoInfo& io,
                                  const TensorRef& expected, const TensorView& given) const;
+  // InvalidArgument when a caller's output buffer overlaps an input or another output buffer;
+  // names both.
+  absl::Status CheckCallerMemory() const;
   absl::Status StepError(const Step& step, const absl::Status& status) const;
   std::string NodeLabel(int32_t node) const;
 
@@ -122,6 +142,10 @@ class MethodImpl {
   std::vector<Step> final_syncs_;
 
   std::vector<bool> input_set_;
+  std::vector<CallerRange> input_ranges_;   // per input
+  std::vector<CallerRange> output_ranges_;  // per output: the caller's buffer, if bound
+  bool any_output_bound_ = false;
+  bool last_execute_failed_ = false;
 };
 
 }  // namespace ferry::internal

@@ -1,0 +1,768 @@
+// Method loading, in phases. MethodImpl::Load runs them in order; each phase reads what the
+// earlier ones decided and adds its own part of the loaded method:
+//
+//   1. ResolveOps        ops and backends by name; every value's layout in an all-host run
+//   2. Place             the placement rules (loader/placement.h): devices, copies, buffers
+//   3. ResolveLayouts    one TensorRef per planned buffer, in that buffer's own layout
+//   4. InitBackends      one delegate instance per delegate node, its contract checked
+//   5. PlanArenas        per device: the arena's offsets and the constant region's size
+//   6. CheckBudgets      every device's total against its capacity and the caller's limits
+//   7. Allocate          arenas (touched) and constant regions; pointers into them
+//   8. ResolveCopies     the copy manifest as executable copies
+//   9. Materialize       load-time copies: constant replicas, state initial data
+//  10. BuildSteps        the step list Execute runs, with the synchronization it needs
+//  11. DescribeIo        the caller-facing description of inputs and outputs
+//
+// Nothing is allocated before phase 7 except what backends take in Init for their payloads, so
+// a program whose declared sizes do not fit is refused before any of its memory is touched.
+// Every resource acquired is owned by the MethodImpl under construction, which the caller
+// destroys on error.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "memory/memory_planner.h"
+#include "memory/status_macros.h"
+#include "runtime/internal/method_impl.h"
+#include "runtime/internal/load_util.h"
+
+namespace ferry {
+namespace internal {
+namespace {
+
+constexpr size_t kArenaAlignment = 64;
+
+using Clock = std::chrono::steady_clock;
+double MicrosSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+ValueLayout LayoutOf(const TensorRef& ref) {
+  ValueLayout layout;
+  const absl::Span<const int64_t> sizes(ref.sizes.data(), ref.rank);
+  const absl::Span<const int64_t> strides(ref.strides.data(), ref.rank);
+  if (ref.IsContiguous()) return layout;  // dense, row-major: nothing to store
+  layout.dense = IsDenseLayout(sizes, strides, &layout.dim_order);
+  if (layout.dense) {
+    layout.dim_order = CanonicalDimOrder(std::move(layout.dim_order));
+  } else {
+    layout.dim_order.clear();
+    layout.strides.assign(strides.begin(), strides.end());
+  }
+  return layout;
+}
+
+std::string SpecString(DType dtype, absl::Span<const int64_t> sizes) {
+  return absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(sizes, ", "), "]");
+}
+
+// `a + b`, saturating at SIZE_MAX (a total that large fits nowhere anyway).
+size_t SaturatingAdd(size_t a, size_t b) {
+  size_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? SIZE_MAX : sum;
+}
+
+// `value` rounded up to a multiple of `alignment` (a power of two); false on overflow.
+bool RoundUp(size_t value, size_t alignment, size_t* out) {
+  if (__builtin_add_overflow(value, alignment - 1, out)) return false;
+  *out &= ~(alignment - 1);
+  return true;
+}
+
+// One device's share of the method's memory, planned before anything is allocated.
+struct DeviceMemory {
+  Device device;
+  DeviceRuntime* runtime = nullptr;
+  std::vector<BufferRequest> requests;
+  std::vector<int32_t> owners;  // per request: buffer index, or -(instance + 1) for scratch
+  std::vector<std::pair<int32_t, size_t>> replicas;  // constant replica buffer, offset
+  size_t constant_bytes = 0;
+  MemoryPlan plan;
+  bool pinned = false;  // the host arena, in pinned memory of `pinning`
+  size_t total() const { return SaturatingAdd(plan.arena_size, constant_bytes); }
+};
+
+}  // namespace
+
+class MethodLoader {
+ public:
+  MethodLoader(const Runtime& rt, const MethodDef& m, const LoadOptions& options,
+               MethodImpl& impl)
+      : rt_(rt), m_(m), options_(options), impl_(impl), mctx_(absl::StrCat("method \"", m.name,
+                                                                         "\"")) {}
+
+  absl::Status Run() {
+    const auto start = Clock::now();
+    FERRY_RETURN_IF_ERROR(ResolveOps());
+    FERRY_RETURN_IF_ERROR(Place());
+    impl_.plan_.timings.placement_us = MicrosSince(start);
+    const auto materialize_start = Clock::now();
+    FERRY_RETURN_IF_ERROR(ResolveLayouts());
+    FERRY_RETURN_IF_ERROR(InitBackends());
+    FERRY_RETURN_IF_ERROR(PlanArenas());
+    FERRY_RETURN_IF_ERROR(CheckBudgets());
+    FERRY_RETURN_IF_ERROR(Allocate());
+    FERRY_RETURN_IF_ERROR(ResolveCopies());
+    FERRY_RETURN_IF_ERROR(Materialize());
+    BuildSteps();
+    DescribeIo();
+    impl_.input_set_.assign(m_.inputs.size(), false);
+    impl_.input_ranges_.assign(m_.inputs.size(), CallerRange{});
+    impl_.output_ranges_.assign(m_.outputs.size(), CallerRange{});
+    impl_.plan_.timings.materialization_us = MicrosSince(materialize_start) - planning_us_;
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string NodeContext(size_t n) const {
+    return absl::StrCat(mctx_, ", node ", n, " (", m_.nodes[n].name, ")");
+  }
+  const PlacementPlan& plan() const { return impl_.plan_.placement; }
+
+  // 1. Ops and backends by name, and the layout of every value in an all-host run (shape
+  // inference checks every host op's declared results).
+  absl::Status ResolveOps();
+  // 2. Placement: a pure function of the method, the op effects and the options.
+  absl::Status Place();
+  // 3. One TensorRef per planned buffer, in the buffer's own layout (data still null).
+  absl::Status ResolveLayouts();
+  // 4. Delegate instances, initialized with the layouts their arguments have on their device;
+  // each instance's signature must match what the program declares for the node.
+  absl::Status InitBackends();
+  absl::Status CheckSignature(size_t n, const DelegateInit& init,
+                              const DelegateSignature& signature) const;
+  // 5. Per device: arena offsets from buffer lifetimes, constant region size.
+  absl::Status PlanArenas();
+  // 6. Every device's total against its capacity and LoadOptions::memory_limits; the host's and
+  // sim devices' totals together against the host's memory.
+  absl::Status CheckBudgets();
+  // ResourceExhausted naming the device (or host memory as a whole), the bytes needed and had,
+  // and the largest values planned there.
+  absl::Status BudgetError(const DeviceMemory& dm, size_t need, size_t have,
+                           absl::string_view what, bool host_memory) const;
+  // 7. Arenas (touched at load, never during a call) and constant regions.
+  absl::Status Allocate();
+  // 8. The copy manifest, resolved to runtimes and TensorRefs.
+  absl::Status ResolveCopies();
+  // 9. Load-time copies: constant replicas and state initial data.
+  absl::Status Materialize();
+  // 10. The step list, with synchronization wherever the host needs device work finished.
+  void BuildSteps();
+  // 11. Inputs' and outputs' names, shapes and devices, for the caller.
+  void DescribeIo();
+
+  const Runtime& rt_;
+  const MethodDef& m_;
+  const LoadOptions& options_;
+  MethodImpl& impl_;
+  const std::string mctx_;
+
+  // Phase 1.
+  std::vector<const Backend*> backends_;
+  std::vector<const OpSchema*> schemas_;
+  std::vector<TensorRef> natural_;     // per value: its layout in an all-host run
+  std::vector<int64_t> view_offset_;  // per value: element offset of a view from its base
+  PlacementInput pin_;
+  // Phase 2.
+  PlacementOptions popt_;
+  // Phase 4.
+  std::vector<int32_t> instance_of_node_;
+  // Phases 5 and 7.
+  std::vector<DeviceMemory> memory_;  // host first, then the plan's devices
+  DeviceRuntime* pinning_ = nullptr;  // the device whose pinned memory holds the host arena
+  std::vector<void*> scratch_;        // per instance
+  double planning_us_ = 0;
+};
+
+absl::Status MethodLoader::ResolveOps() {
+  const size_t nv = m_.values.size();
+  const size_t nn = m_.nodes.size();
+  backends_.assign(nn, nullptr);
+  schemas_.assign(nn, nullptr);
+  natural_.resize(nv);
+  view_offset_.assign(nv, 0);
+  for (size_t v = 0; v < nv; ++v) {
+    const ValueDef& value = m_.values[v];
+    if (value.is_tensor() && value.kind != ValueKind::kIntermediate) {
+      natural_[v] = value.meta.ToRef();
+    }
+  }
+  std::vector<OpArg> args;                  // scratch, reused per node
+  std::vector<const TensorMeta*> declared;  // scratch
+  std::vector<InferredResult> inferred;     // scratch
+  pin_.method = &m_;
+  pin_.effects.resize(nn);
+  pin_.layouts.resize(nv);
+  for (size_t n = 0; n < nn; ++n) {
+    const NodeDef& node = m_.nodes[n];
+    NodeEffects& effects = pin_.effects[n];
+    if (node.kind == NodeKind::kHostOp) {
+      const OpSchema* schema = rt_.ops().Find(node.op);
+      if (schema == nullptr) {
+        return absl::UnimplementedError(absl::StrCat(
+            NodeContext(n), ": unknown op \"", node.op,
+            "\"; register it with Runtime::ops().Register before loading"));
+      }
+      schemas_[n] = schema;
+      args.assign(node.args.size(), OpArg{});
+      for (size_t a = 0; a < node.args.size(); ++a) {
+        const ValueDef& value = m_.values[node.args[a]];
+        if (value.is_tensor()) {
+          args[a].tensor = &natural_[node.args[a]];
+        } else {
+          args[a].scalar = &value.scalar;
+        }
+      }
+      declared.clear();
+      for (ValueId r : node.results) declared.push_back(&m_.values[r].meta);
+      FERRY_RETURN_IF_ERROR(
+          InferAndCheck(*schema, args, declared, &inferred, [&] { return NodeContext(n); }));
+      bool any_view = false;
+      for (size_t r = 0; r < node.results.size(); ++r) {
+        natural_[node.results[r]] = inferred[r].layout;
+        natural_[node.results[r]].data = nullptr;
+        view_offset_[node.results[r]] = inferred[r].view_offset;
+        any_view = any_view || schema->ViewOf(static_cast<int>(r)) >= 0;
+      }
+      effects.written_args.assign(schema->written_args.begin(), schema->written_args.end());
+      effects.shape_only_args.assign(schema->shape_only_args.begin(),
+                                     schema->shape_only_args.end());
+      if (any_view) {  // empty view_of: no result is a view
+        effects.view_of.assign(node.results.size(), -1);
+        for (size_t r = 0; r < node.results.size(); ++r) {
+          effects.view_of[r] = schema->ViewOf(static_cast<int>(r));
+        }
+      }
+    } else {
+      const Backend* backend = rt_.FindBackend(node.backend);
+      if (backend == nullptr) {
+        return absl::NotFoundError(absl::StrCat(NodeContext(n), ": no backend named \"",
+                                                node.backend, "\" is registered"));
+      }
+      backends_[n] = backend;
+      for (ValueId r : node.results) natural_[r] = m_.values[r].meta.ToRef();
+      effects.written_args.assign(node.written_args.begin(), node.written_args.end());
+    }
+  }
+  for (size_t v = 0; v < nv; ++v) {
+    if (m_.values[v].is_tensor()) pin_.layouts[v] = LayoutOf(natural_[v]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MethodLoader::Place() {
+  popt_.skip_h2d_for_method_inputs = options_.skip_h2d_for_method_inputs;
+  popt_.skip_d2h_for_method_outputs = options_.skip_d2h_for_method_outputs;
+  popt_.error_on_per_call_copies = options_.error_on_per_call_copies;
+  popt_.device_map = options_.device_map.value_or(rt_.default_device_map());
+  for (const Device& d : rt_.devices().devices()) {
+    if (!d.is_host()) popt_.present_devices.push_back(d);
+  }
+  FERRY_ASSIGN_OR_RETURN(impl_.plan_.placement, PlaceMethod(pin_, popt_));
+  for (size_t n = 0; n < m_.nodes.size(); ++n) {
+    if (backends_[n] != nullptr && !backends_[n]->SupportsDevice(plan().nodes[n].device.type)) {
+      return absl::UnimplementedError(absl::StrCat(
+          NodeContext(n), ": backend \"", m_.nodes[n].backend, "\" does not run on ",
+          DeviceLabel(plan().nodes[n].device, popt_.device_map)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MethodLoader::ResolveLayouts() {
+  const PlacementPlan& p = plan();
+  const size_t nb = p.buffers.size();
+  impl_.refs_.resize(nb);
+  impl_.buffer_runtime_.assign(nb, nullptr);
+  impl_.alias_offset_.assign(nb, 0);
+  for (size_t b = 0; b < nb; ++b) {
+    const PlannedBuffer& buf = p.buffers[b];
+    DeviceRuntime* runtime = rt_.devices().Find(buf.device);
+    if (runtime == nullptr) {
+      return absl::InternalError(absl::StrCat(mctx_, ": device ", buf.device.ToString(),
+                                              " has no runtime"));
+    }
+    impl_.buffer_runtime_[b] = runtime;
+    if (buf.kind == BufferKind::kAlias) {
+      impl_.refs_[b] = natural_[buf.value];
+      impl_.alias_offset_[b] =
+          view_offset_[buf.value] * static_cast<int64_t>(natural_[buf.value].element_size());
+    } else if (buf.dim_order.empty() && m_.values[buf.value].meta.dim_order.empty()) {
+      impl_.refs_[b] = m_.values[buf.value].meta.ToRef();
+    } else {
+      TensorMeta meta = m_.values[buf.value].meta;
+      meta.dim_order = buf.dim_order;
+      impl_.refs_[b] = meta.ToRef();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MethodLoader::InitBackends() {
+  const size_t nn = m_.nodes.size();
+  instance_of_node_.assign(nn, -1);
+  for (size_t n = 0; n < nn; ++n) {
+    if (backends_[n] == nullptr) continue;
+    const NodeDef& node = m_.nodes[n];
+    const NodePlacement& placed = plan().nodes[n];
+    DelegateInit init;
+    init.node_name = node.name;
+    init.payload = node.payload;
+    init.compile_specs = &node.compile_specs;
+    init.device = placed.device;
+    init.device_runtime = rt_.devices().Find(placed.device);
+    init.written_args = node.written_args;
+    init.ops = &rt_.ops();
+    for (size_t a = 0; a < node.args.size(); ++a) {
+      const ValueDef& value = m_.values[node.args[a]];
+      if (value.is_tensor()) {
+        init.args.push_back(impl_.refs_[placed.arg_buffers[a]]);
+        init.scalar_args.push_back(nullptr);
+      } else {
+        TensorRef none;
+        none.rank = -1;
+        init.args.push_back(none);
+        init.scalar_args.push_back(&value.scalar);
+      }
+    }
+    for (int32_t b : placed.result_buffers) init.results.push_back(impl_.refs_[b]);
+    absl::StatusOr<std::unique_ptr<DelegateInstance>> instance = backends_[n]->Init(init);
+    if (!instance.ok()) {
+      return absl::Status(instance.status().code(),
+                          absl::StrCat(NodeContext(n), ": backend \"", node.backend,
+                                       "\" init failed: ", instance.status().message()));
+    }
+    // Owned by the method from here, so that it is destroyed if a later check fails.
+    instance_of_node_[n] = static_cast<int32_t>(impl_.instances_.size());
+    impl_.instances_.push_back(*std::move(instance));
+    FERRY_RETURN_IF_ERROR(CheckSignature(n, init, impl_.instances_.back()->signature()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MethodLoader::CheckSignature(size_t n, const DelegateInit& init,
+                                          const DelegateSignature& signature) const {
+  const NodeDef& node = m_.nodes[n];
+  const std::string who = absl::StrCat(NodeContext(n), ": delegate \"", node.backend, "\"");
+  // Tensor arguments, in call order.
+  size_t k = 0;
+  for (size_t a = 0; a < init.args.size(); ++a) {
+    const TensorRef& arg = init.args[a];
+    if (arg.rank < 0) continue;
+    if (k >= signature.tensor_args.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          who, " is called with tensor argument ", a, " (\"", m_.values[node.args[a]].name,
+          "\"), but its payload reads only ", signature.tensor_args.size(), " tensors"));
+    }
+    const TensorSpec& spec = signature.tensor_args[k++];
+    const absl::Span<const int64_t> sizes(arg.sizes.data(), arg.rank);
+    if (spec.dtype != arg.dtype || absl::MakeConstSpan(spec.sizes) != sizes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          who, ": argument ", a, " (\"", m_.values[node.args[a]].name, "\") is declared ",
+          SpecString(arg.dtype, sizes), ", but the backend's payload reads ",
+          SpecString(spec.dtype, spec.sizes)));
+    }
+  }
+  if (k != signature.tensor_args.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(who, " passes ", k,
+                                                   " tensor arguments, but its payload reads ",
+                                                   signature.tensor_args.size()));
+  }
+  if (signature.results.size() != init.results.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(who, " declares ", init.results.size(),
+                                                   " results, but its payload produces ",
+                                                   signature.results.size()));
+  }
+  for (size_t r = 0; r < init.results.size(); ++r) {
+    const TensorRef& result = init.results[r];
+    const TensorSpec& spec = signature.results[r];
+    const absl::Span<const int64_t> sizes(result.sizes.data(), result.rank);
+    if (spec.dtype != result.dtype || absl::MakeConstSpan(spec.sizes) != sizes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          who, ": result ", r, " (\"", m_.values[node.results[r]].name, "\") is declared ",
+          SpecString(result.dtype, sizes), ", but the backend's payload produces ",
+          SpecString(spec.dtype, spec.sizes)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MethodLoader::PlanArenas() {
+  const PlacementPlan& p = plan();
+  const size_t nn = m_.nodes.size();
+  std::vector<int32_t> node_position(nn, 0);
+  for (size_t s = 0; s < p.schedule.size(); ++s) {
+    if (p.schedule[s].kind == ScheduleStep::Kind::kNode) {
+      node_position[p.schedule[s].index] = static_cast<int32_t>(s);
+    }
+  }
+  const int32_t end = static_cast<int32_t>(p.schedule.size());
+  std::vector<Device> devices = {Device::Host()};
+  for (const Device& d : p.devices()) devices.push_back(d);
+  // The host side of every copy to a device that has pinned host memory lives there, so the
+  // copies run asynchronously on the device's stream instead of being staged.
+  DeviceRuntime* pinning = nullptr;
+  for (const Device& d : devices) {
+    DeviceRuntime* runtime = rt_.devices().Find(d);
+    if (pinning == nullptr && runtime->has_pinned_host_memory()) pinning = runtime;
+  }
+  for (const Device& device : devices) {
+    const auto device_planning_start = Clock::now();
+    DeviceMemory& dm = memory_.emplace_back();
+    dm.device = device;
+    dm.runtime = rt_.devices().Find(device);
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      const PlannedBuffer& buf = p.buffers[b];
+      if (buf.device != device || buf.bytes == 0) continue;
+      if (buf.kind == BufferKind::kArena || buf.kind == BufferKind::kState) {
+        BufferRequest req;
+        req.size = buf.bytes;
+        req.alignment = kArenaAlignment;
+        req.first_use = buf.first_step >= 0 ? buf.first_step : 0;
+        req.last_use = buf.last_step >= 0 ? buf.last_step : end;
+        dm.requests.push_back(req);
+        dm.owners.push_back(static_cast<int32_t>(b));
+      } else if (buf.kind == BufferKind::kConstantReplica) {
+        size_t offset = 0;
+        if (!RoundUp(dm.constant_bytes, kArenaAlignment, &offset) ||
+            __builtin_add_overflow(offset, buf.bytes, &dm.constant_bytes)) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              mctx_, ": the constant replicas on ", device.ToString(), " overflow size_t"));
+        }
+        dm.replicas.emplace_back(static_cast<int32_t>(b), offset);
+      }
+    }
+    for (size_t n = 0; n < nn; ++n) {
+      if (instance_of_node_[n] < 0 || p.nodes[n].device != device) continue;
+      const size_t bytes = impl_.instances_[instance_of_node_[n]]->scratch_bytes();
+      if (bytes == 0) continue;
+      dm.requests.push_back({bytes, kArenaAlignment, node_position[n], node_position[n]});
+      dm.owners.push_back(-(instance_of_node_[n] + 1));
+    }
+    FERRY_ASSIGN_OR_RETURN(dm.plan, PlanMemory(dm.requests));
+    dm.pinned = device.is_host() && pinning != nullptr && dm.plan.arena_size > 0;
+    planning_us_ += MicrosSince(device_planning_start);
+    ArenaInfo info;
+    info.device = device;
+    info.arena_bytes = dm.plan.arena_size;
+    info.lower_bound = dm.plan.lower_bound;
+    info.constant_bytes = dm.constant_bytes;
+    impl_.plan_.arenas.push_back(info);
+  }
+  pinning_ = pinning;
+  impl_.plan_.timings.planning_us = planning_us_;
+  return absl::OkStatus();
+}
+
+absl::Status MethodLoader::BudgetError(const DeviceMemory& dm, size_t need, size_t have,
+                                       absl::string_view what, bool host_memory) const {
+  // The largest values planned there, so the caller knows what to shrink.
+  std::vector<std::pair<size_t, int32_t>> largest;
+  const PlacementPlan& p = plan();
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const PlannedBuffer& buf = p.buffers[b];
+    if (buf.bytes == 0) continue;
+    const bool there = host_memory ? rt_.devices().Find(buf.device)->uses_host_memory()
+                                   : buf.device == dm.device;
+    if (there) largest.emplace_back(buf.bytes, static_cast<int32_t>(b));
+  }
+  const size_t shown = std::min<size_t>(largest.size(), 3);
+  std::partial_sort(largest.begin(), largest.begin() + shown, largest.end(),
+                    [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < shown; ++i) {
+    const PlannedBuffer& buf = p.buffers[largest[i].second];
+    names.push_back(absl::StrCat("\"", m_.values[buf.value].name, "\" (",
+                                 BufferKindName(buf.kind), " on ", buf.device.ToString(), ") ",
+                                 FormatBytes(largest[i].first)));
+  }
+  const std::string where =
+      host_memory ? "host memory (the host and the sim devices together)"
+                  : DeviceLabel(dm.device, popt_.device_map);
+  std::string parts;
+  if (!host_memory) {
+    parts = absl::StrCat(" (arena ", FormatBytes(dm.plan.arena_size), ", constant replicas ",
+                         FormatBytes(dm.constant_bytes), ")");
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      mctx_, " does not fit in ", where, ": it needs ", FormatBytes(need), parts, ", but ", what,
+      " ", FormatBytes(have), "; the largest values: ", absl::StrJoin(names, ", "),
+      ". Nothing was allocated."));
+}
+
+absl::Status MethodLoader::CheckBudgets() {
+  size_t host_memory_need = 0;  // the host's and sim devices' totals: all of it host RAM
+  for (const DeviceMemory& dm : memory_) {
+    const size_t need = dm.total();
+    if (need == 0) continue;
+    if (auto it = options_.memory_limits.find(dm.device);
+        it != options_.memory_limits.end() && need > it->second) {
+      return BudgetError(dm, need, it->second, "LoadOptions::memory_limits allows", false);
+    }
+    const size_t available = dm.runtime->available_bytes();
+    if (need > available) {
+      return BudgetError(dm, need, available, "the device has available", false);
+    }
+    if (dm.runtime->uses_host_memory() || dm.pinned) {
+      host_memory_need = SaturatingAdd(host_memory_need, need);
+    }
+  }
+  const size_t available = rt_.devices().Find(Device::Host())->available_bytes();
+  if (host_memory_need > available) {
+    return BudgetError(memory_.front(), host_memory_need, available, "the host has available",
+                       true);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MethodLoader::Allocate() {
+  scratch_.assign(impl_.instances_.size(), nullptr);
+  for (const DeviceMemory& dm : memory_) {
+    char* base = nullptr;
+    if (dm.pinned) {
+      FERRY_ASSIGN_OR_RETURN(void* pinned, pinning_->AllocatePinnedHost(dm.plan.arena_size));
+      impl_.pinned_arenas_.emplace_back(pinning_, pinned);
+      std::memset(pinned, 0, dm.plan.arena_size);
+      base = static_cast<char*>(pinned);
+    } else {
+      FERRY_ASSIGN_OR_RETURN(
+          DeviceBuffer arena, DeviceBuffer::Allocate(*dm.runtime, dm.plan.arena_size,
+                                                     kArenaAlignment));
+      FERRY_RETURN_IF_ERROR(arena.Touch());
+      base = static_cast<char*>(arena.data());
+      impl_.arenas_.push_back(std::move(arena));
+    }
+    for (size_t i = 0; i < dm.requests.size(); ++i) {
+      if (dm.owners[i] >= 0) {
+        impl_.refs_[dm.owners[i]].data = base + dm.plan.offsets[i];
+      } else {
+        scratch_[-dm.owners[i] - 1] = base + dm.plan.offsets[i];
+      }
+    }
+    FERRY_ASSIGN_OR_RETURN(DeviceBuffer constants,
+                           DeviceBuffer::Allocate(*dm.runtime, dm.constant_bytes,
+                                                  kArenaAlignment));
+    char* cbase = static_cast<char*>(constants.data());
+    for (const auto& [b, offset] : dm.replicas) impl_.refs_[b].data = cbase + offset;
+    impl_.constant_regions_.push_back(std::move(constants));
+  }
+  const PlacementPlan& p = plan();
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const PlannedBuffer& buf = p.buffers[b];
+    if (buf.kind == BufferKind::kProgramData) {
+      impl_.refs_[b].data = const_cast<uint8_t*>(m_.values[buf.value].data.data());
+    } else if (buf.kind == BufferKind::kAlias && impl_.refs_[buf.alias_of].data != nullptr) {
+      // Views of constants are needed at load (their replicas are made from them).
+      impl_.refs_[b].data =
+          static_cast<char*>(impl_.refs_[buf.alias_of].data) + impl_.alias_offset_[b];
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MethodLoader::ResolveCopies() {
+  const PlacementPlan& p = plan();
+  impl_.copies_.resize(p.copies.size());
+  for (size_t i = 0; i < p.copies.size(); ++i) {
+    const CopyStep& c = p.copies[i];
+    CopyExec& e = impl_.copies_[i];
+    e.direction = c.direction;
+    e.src_runtime = impl_.buffer_runtime_[c.src_buffer];
+    e.dst_runtime = impl_.buffer_runtime_[c.dst_buffer];
+    e.src = &impl_.refs_[c.src_buffer];
+    e.dst = &impl_.refs_[c.dst_buffer];
+    e.bytes = c.bytes;
+    e.copy = static_cast<int32_t>(i);
+    const PlannedBuffer& src = p.buffers[c.src_buffer];
+    const PlannedBuffer& dst = p.buffers[c.dst_buffer];
+    const bool same_layout =
+        src.kind != BufferKind::kAlias
+            ? src.dim_order == dst.dim_order
+            : (pin_.layouts[src.value].dense &&
+               CanonicalDimOrder(pin_.layouts[src.value].dim_order) == dst.dim_order);
+    e.strided = c.converts_layout || !same_layout;
+    if (!e.strided) continue;
+    const TensorRef& s = *e.src;
+    std::vector<int32_t> order = dst.dim_order;
+    if (order.empty()) {
+      for (int32_t d = 0; d < s.rank; ++d) order.push_back(d);
+    }
+    e.rank = s.rank;
+    for (int32_t d = 0; d < s.rank; ++d) {
+      e.sizes[d] = s.sizes[order[d]];
+      e.strides[d] = s.strides[order[d]];
+    }
+    if (c.direction != CopyDirection::kHostToDevice && c.direction != CopyDirection::kHostToHost) {
+      return absl::InternalError(absl::StrCat(mctx_, ": copy ", i, " (", c.reason,
+                                              ") needs a layout conversion off the host"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MethodLoader::Materialize() {
+  const PlacementPlan& p = plan();
+  // Program data that calls read on the host too (a constant some host op reads in place) keeps
+  // its pages, so that no call faults them back in; the rest may be dropped once copied.
+  std::vector<bool> read_per_call;
+  if (m_.data_in_mapped_file && !p.load_copies.empty()) {
+    read_per_call.assign(p.buffers.size(), false);
+    auto mark = [&](int32_t b) {
+      while (b >= 0 && p.buffers[b].kind == BufferKind::kAlias) b = p.buffers[b].alias_of;
+      if (b >= 0) read_per_call[b] = true;
+    };
+    for (const NodePlacement& placed : p.nodes) {
+      for (int32_t b : placed.arg_buffers) mark(b);
+    }
+    for (const CopyStep& c : p.copies) {
+      if (c.timing == CopyTiming::kPerCall) mark(c.src_buffer);
+    }
+    for (int32_t b : p.output_buffers) mark(b);
+  }
+  for (int32_t i : p.load_copies) {
+    const int32_t src = p.copies[i].src_buffer;
+    const bool droppable = m_.data_in_mapped_file &&
+                           p.buffers[src].kind == BufferKind::kProgramData && !read_per_call[src];
+    absl::Status s = RunLoadCopy(impl_.copies_[i], droppable);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(mctx_, ": load-time copy ", i, " (",
+                                                 p.copies[i].reason, "): ", s.message()));
+    }
+  }
+  for (const DeviceMemory& dm : memory_) FERRY_RETURN_IF_ERROR(dm.runtime->Synchronize());
+  return absl::OkStatus();
+}
+
+void MethodLoader::BuildSteps() {
+  const PlacementPlan& p = plan();
+  std::vector<DeviceRuntime*> pending;
+  auto add_pending = [&](DeviceRuntime* r) {
+    if (r != nullptr && !r->device().is_host() &&
+        std::find(pending.begin(), pending.end(), r) == pending.end()) {
+      pending.push_back(r);
+    }
+  };
+  auto sync_all = [&](std::vector<Step>& out, int32_t node) {
+    for (DeviceRuntime* r : pending) {
+      Step s;
+      s.kind = Step::Kind::kSync;
+      s.runtime = r;
+      s.node = node;
+      out.push_back(s);
+    }
+    pending.clear();
+  };
+  std::vector<OpArg> args;           // scratch, reused per node
+  std::vector<ViewFixup> views;      // scratch
+  std::vector<TensorRef*> results;  // scratch
+  impl_.steps_.reserve(p.schedule.size());
+  for (const ScheduleStep& ss : p.schedule) {
+    if (ss.kind == ScheduleStep::Kind::kCopy) {
+      const CopyExec& e = impl_.copies_[ss.index];
+      if (e.direction == CopyDirection::kDeviceToDevice && e.src_runtime != e.dst_runtime &&
+          std::find(pending.begin(), pending.end(), e.src_runtime) != pending.end()) {
+        Step s;
+        s.kind = Step::Kind::kSync;
+        s.runtime = e.src_runtime;
+        impl_.steps_.push_back(s);
+      }
+      Step s;
+      s.kind = Step::Kind::kCopy;
+      s.index = ss.index;
+      s.node = p.copies[ss.index].node;
+      impl_.steps_.push_back(s);
+      add_pending(e.src_runtime);
+      add_pending(e.dst_runtime);
+      continue;
+    }
+    const int32_t n = ss.index;
+    const NodeDef& node = m_.nodes[n];
+    const NodePlacement& placed = p.nodes[n];
+    if (placed.device.is_host()) sync_all(impl_.steps_, n);
+    Step s;
+    s.node = n;
+    if (schemas_[n] != nullptr) {
+      args.assign(node.args.size(), OpArg{});
+      for (size_t a = 0; a < node.args.size(); ++a) {
+        if (placed.arg_buffers[a] >= 0) {
+          args[a].tensor = &impl_.refs_[placed.arg_buffers[a]];
+        } else {
+          args[a].scalar = &m_.values[node.args[a]].scalar;
+        }
+      }
+      results.clear();
+      views.clear();
+      for (size_t r = 0; r < node.results.size(); ++r) {
+        const int32_t b = placed.result_buffers[r];
+        results.push_back(&impl_.refs_[b]);
+        if (p.buffers[b].kind == BufferKind::kAlias) {
+          views.push_back({&impl_.refs_[b], &impl_.refs_[p.buffers[b].alias_of],
+                           impl_.alias_offset_[b]});
+        }
+      }
+      s.kind = Step::Kind::kHost;
+      s.index = static_cast<int32_t>(impl_.host_tables_.Add(*schemas_[n], args, results, views));
+    } else {
+      DelegateExec d;
+      d.instance = impl_.instances_[instance_of_node_[n]].get();
+      d.scope = placed.device.is_host() ? nullptr : rt_.devices().Find(placed.device);
+      d.args_begin = impl_.delegate_refs_.size();
+      for (size_t a = 0; a < node.args.size(); ++a) {
+        impl_.delegate_refs_.push_back(
+            placed.arg_buffers[a] >= 0 ? &impl_.refs_[placed.arg_buffers[a]] : nullptr);
+      }
+      d.num_args = node.args.size();
+      d.results_begin = impl_.delegate_refs_.size();
+      for (int32_t b : placed.result_buffers) impl_.delegate_refs_.push_back(&impl_.refs_[b]);
+      d.num_results = placed.result_buffers.size();
+      d.scratch = scratch_[instance_of_node_[n]];
+      s.kind = Step::Kind::kDelegate;
+      s.index = static_cast<int32_t>(impl_.delegates_.size());
+      impl_.delegates_.push_back(d);
+      add_pending(d.scope);
+    }
+    impl_.steps_.push_back(s);
+  }
+  sync_all(impl_.final_syncs_, -1);
+  impl_.host_tables_.Finalize();
+}
+
+void MethodLoader::DescribeIo() {
+  const PlacementPlan& p = plan();
+  auto describe = [&](ValueId v, const Device& device) {
+    const ValueDef& value = m_.values[v];
+    return IoInfo{value.name,
+                  value.meta.dtype,
+                  {value.meta.sizes.begin(), value.meta.sizes.end()},
+                  value.meta.ByteSize().value_or(0),
+                  device,
+                  DeviceLabel(device, popt_.device_map)};
+  };
+  for (size_t i = 0; i < m_.inputs.size(); ++i) {
+    impl_.plan_.inputs.push_back(describe(m_.inputs[i], p.input_device(i)));
+  }
+  for (size_t i = 0; i < m_.outputs.size(); ++i) {
+    impl_.plan_.outputs.push_back(describe(m_.outputs[i], p.output_device(i)));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
+                                                             const MethodDef& m,
+                                                             const LoadOptions& options) {
+  std::unique_ptr<MethodImpl> impl(new MethodImpl());
+  impl->runtime_ = &rt;
+  impl->def_ = &m;
+  MethodLoader loader(rt, m, options, *impl);
+  FERRY_RETURN_IF_ERROR(loader.Run());
+  return impl;
+}
+
+}  // namespace internal
+}  // namespace ferry
