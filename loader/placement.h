@@ -3,7 +3,7 @@
 // PlaceMethod is a pure function from a verified method (plain data), the effects of its nodes
 // (which arguments each writes, which results alias which argument, which arguments are read only
 // for their shape), the natural layout of every value and the load options, to a PlacementPlan.
-// It implements the rules P1-P12 and P15 of CONFORMANCE.md in one place; nothing else in Ferry
+// It implements the rules P1-P12 and P15 of docs/placement.md in one place; nothing else in Ferry
 // decides placement.
 //
 //   PlacementInput input{&method, effects, layouts};

@@ -1,4 +1,4 @@
-// Conformance cases 15-19, 26-36 and 41-44 of CONFORMANCE.md: the method boundary (P8-P10, P13).
+// Conformance cases 15-19, 26-36 and 41-44 of docs/placement.md: the method boundary (P8-P10, P13).
 // Each checks the plan, the diagnostics' content and, where the method loads, execution on sim
 // devices with the guard on against the all-host run (P14).
 #include <cstring>

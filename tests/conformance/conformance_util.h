@@ -1,4 +1,4 @@
-// Shorthands for the conformance cases of CONFORMANCE.md.
+// Shorthands for the conformance cases of docs/placement.md.
 //
 // `a`, `b`, `c` are float32 [2, 2] inputs (16 bytes); D0/D1 are graph-backend delegate calls with
 // target_device "cuda:0"/"cuda:1" (sim:0/sim:1 without a GPU), Dcpu with "cpu" and Dnone with none.
@@ -39,7 +39,7 @@ inline const std::optional<std::string> kD1 = "cuda:1";
 inline const std::optional<std::string> kCpu = "cpu";
 inline const std::optional<std::string> kNone = std::nullopt;
 
-// A method "forward" with the three inputs of CONFORMANCE.md's notation.
+// A method "forward" with the three inputs of docs/placement.md's notation.
 struct Fixture {
   ProgramBuilder pb;
   MethodBuilder& m = pb.AddMethod("forward");

@@ -1,4 +1,4 @@
-// Conformance cases 1-14, 20-25, 37-40 and 45 of CONFORMANCE.md: each checks the plan exactly
+// Conformance cases 1-14, 20-25, 37-40 and 45 of docs/placement.md: each checks the plan exactly
 // (the copy manifest, devices, diagnostics) and then executes on sim devices with the guard on and
 // compares the outputs with the all-host run of the same method (P14).
 #include <cstring>

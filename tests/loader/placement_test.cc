@@ -1,5 +1,5 @@
 // The placement planner as a pure function: literal graphs in, literal manifests out.
-// Expectations follow CONFORMANCE.md's rules (P1-P12); the end-to-end conformance cases with
+// Expectations follow docs/placement.md's rules (P1-P12); the end-to-end conformance cases with
 // execution live in tests/conformance/.
 #include "loader/placement.h"
 

@@ -6,7 +6,7 @@
 //   g.Output(g.Host("relu", {t}));
 //   PlacementInput input = g.Input();   // method, effects and row-major layouts
 //
-// Every tensor is float32 [2, 2] (16 bytes) unless sizes are given, as in CONFORMANCE.md.
+// Every tensor is float32 [2, 2] (16 bytes) unless sizes are given, as in docs/placement.md.
 #ifndef FERRY_TESTS_TESTING_GRAPH_SKETCH_H_
 #define FERRY_TESTS_TESTING_GRAPH_SKETCH_H_
 
