@@ -661,12 +661,18 @@ class Placer {
     if (c.converts_layout) {
       Diagnostic diag;
       diag.severity = Diagnostic::Severity::kWarning;
+      // A view of a constant (a transpose of it, say) is converted from the constant's data:
+      // the warning names the constant, and the view it is read through.
+      const bool through_view = v != group_[v];
       diag.message = absl::StrCat(
-          "constant ", ValueLabel(v), " (", c.bytes, " bytes) is stored in dim order ",
-          DimOrderString(natural, rank), " but ", NodeLabel(node), " on ", DeviceLabel(d),
+          "constant ", ValueLabel(group_[v]),
+          through_view ? absl::StrCat(", read through its view ", ValueLabel(v), ",") : "",
+          " (", c.bytes, " bytes) is stored in dim order ", DimOrderString(natural, rank),
+          through_view ? " as read" : "", " but ", NodeLabel(node), " on ", DeviceLabel(d),
           " was compiled for dim order ", DimOrderString(order, rank),
           "; it is converted once at load");
       diag.values = {v};
+      if (through_view) diag.values = {group_[v], v};
       diag.nodes = {node};
       diag.devices = {d};
       diag.bytes = c.bytes;

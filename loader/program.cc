@@ -164,12 +164,16 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path) 
 
   auto storage = std::make_unique<Storage>();
   storage->size = size;
-  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  // Small programs are read: a copy costs little and makes the program independent of the file
+  // from then on. Large ones are mapped, so that their constants are never all resident at once.
+  void* mapping = size < kProgramMapThresholdBytes
+                      ? MAP_FAILED
+                      : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (mapping != MAP_FAILED) {
     storage->mapping = mapping;
     storage->data = static_cast<const uint8_t*>(mapping);
   } else {
-    // Some file systems cannot map files; read those into memory instead.
+    // Small programs, and files that cannot be mapped.
     FERRY_ASSIGN_OR_RETURN(storage->owned, AllocateAligned(size));
     FERRY_RETURN_IF_ERROR(ReadAll(fd, path, size, storage->owned.get()));
     storage->data = storage->owned.get();

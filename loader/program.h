@@ -3,7 +3,7 @@
 //   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Program::Load("model.ferry"));
 //   FERRY_ASSIGN_OR_RETURN(const MethodDef* forward, program->method("forward"));
 //
-// Load maps the file read-only (constants are used in place, zero-copy) and runs the FlatBuffers
+// Load reads or maps the file (constants are used in place, zero-copy) and runs the FlatBuffers
 // verifier, then the semantic checks: indices in range, sizes and byte counts that do not
 // overflow, valid dtypes, ranks and dim orders, constant and state data inside the program and of
 // the right size, every argument defined before the node that reads it, every intermediate
@@ -18,12 +18,21 @@
 // (ProgramBuilder) guarantees both; the JSON form does not need them, since FromJson re-packs what
 // it parses. A binary written by `flatc -b` does not align, and is refused: load its JSON instead.
 //
+// Files: a program smaller than kProgramMapThresholdBytes is read into memory, and the file may
+// change or go away once Load has returned. A larger one is mapped read-only (its constants are
+// used in place and copied to devices in pieces, so they are never all resident at once); the
+// file must then stay unchanged while the Program exists. Truncating or rewriting a mapped
+// program's file makes the pages behind it vanish, and reading them (in LoadMethod, or in a host
+// op that reads a constant) kills the process with SIGBUS: write a new file and rename it over
+// the old one instead, which leaves the mapping intact.
+//
 // Ownership: a Program owns its bytes (the mapping or a copy); MethodDefs and their spans point
 // into it and live as long as it. Loading never writes to the program's bytes.
 // Thread safety: immutable after load; safe to share between threads.
 #ifndef FERRY_LOADER_PROGRAM_H_
 #define FERRY_LOADER_PROGRAM_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +46,9 @@ namespace ferry {
 
 // The file identifier of Ferry's binary format (bytes 4..7 of a file).
 inline constexpr char kProgramFileIdentifier[] = "FRRY";
+
+// Program files of at least this many bytes are mapped; smaller ones are read (see above).
+inline constexpr size_t kProgramMapThresholdBytes = size_t{8} << 20;
 
 class Program {
  public:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -30,6 +31,37 @@ struct InputBuffers {
   std::vector<DeviceBuffer> device;
 };
 
+// Stores `v` as one element of input `io`, refusing what the dtype cannot hold exactly: a
+// float32 beyond its range, an int64 that is not a whole number in range (NaN included).
+absl::Status StoreElement(const IoInfo& io, double v, uint8_t* out) {
+  switch (io.dtype) {
+    case DType::kFloat32: {
+      if (std::isfinite(v) && std::fabs(v) > static_cast<double>(FLT_MAX)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--input %s: %g is out of the range of float32", io.name, v));
+      }
+      const float f = static_cast<float>(v);
+      std::memcpy(out, &f, sizeof(f));
+      return absl::OkStatus();
+    }
+    case DType::kInt64: {
+      // [-2^63, 2^63): every double in it converts to int64 exactly when it is whole.
+      if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != std::trunc(v)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--input %s: %g is not a whole number in the range of int64, and input \"%s\" is "
+            "int64",
+            io.name, v, io.name));
+      }
+      const int64_t n = static_cast<int64_t>(v);
+      std::memcpy(out, &n, sizeof(n));
+      return absl::OkStatus();
+    }
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("--input ", io.name, ": inputs of dtype ", DTypeName(io.dtype),
+                   " cannot be given on the command line"));
+}
+
 absl::Status FillInputs(const Options& options, const Runtime& rt, Method& method,
                         InputBuffers& buffers) {
   const MethodPlan& plan = method.plan();
@@ -48,13 +80,7 @@ absl::Status FillInputs(const Options& options, const Runtime& rt, Method& metho
         // Deterministic values; integer inputs are zero so that index inputs stay in range.
         v = io.dtype == DType::kInt64 ? 0.0 : 0.5 * std::sin(0.1 * j + i);
       }
-      if (io.dtype == DType::kFloat32) {
-        float f = static_cast<float>(v);
-        std::memcpy(bytes.data() + j * 4, &f, 4);
-      } else {
-        int64_t n = static_cast<int64_t>(v);
-        std::memcpy(bytes.data() + j * 8, &n, 8);
-      }
+      FERRY_RETURN_IF_ERROR(StoreElement(io, v, bytes.data() + j * DTypeSize(io.dtype)));
     }
     void* data = bytes.data();
     if (!io.device.is_host()) {

@@ -77,6 +77,7 @@ std::string DeviceLabel(const Device& device, const absl::flat_hash_map<Device, 
 }
 
 std::string FormatBytes(size_t n) {
+  if (n >= (size_t{1} << 40)) return absl::StrFormat("%.2f TiB", n / 1099511627776.0);
   if (n >= (size_t{1} << 30)) return absl::StrFormat("%.2f GiB", n / 1073741824.0);
   if (n >= (size_t{1} << 20)) return absl::StrFormat("%.1f MiB", n / 1048576.0);
   if (n >= 4096) return absl::StrFormat("%.1f KiB", n / 1024.0);

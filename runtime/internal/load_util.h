@@ -24,7 +24,7 @@ absl::Status RunLoadCopy(const CopyExec& c, bool mapped_file);
 // "cuda:0 (as sim:0)"; otherwise its own name.
 std::string DeviceLabel(const Device& device, const absl::flat_hash_map<Device, Device>& map);
 
-// "16 B", "4.0 KiB", "1.5 MiB", "24.56 GiB".
+// "16 B", "4.0 KiB", "1.5 MiB", "24.56 GiB", "128.00 TiB".
 std::string FormatBytes(size_t n);
 
 }  // namespace ferry::internal

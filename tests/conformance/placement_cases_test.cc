@@ -310,6 +310,31 @@ TEST(ConformanceConstants, Case22TransposedConstantIsConvertedAtLoad) {
   }
 }
 
+// Case 22 through a view: the delegate reads transpose(w), a host view of the constant stored
+// in dim order (1, 0) as read. The replica is converted from the constant's data, and the warning
+// names the constant as P7 asks, and the view it is read through.
+TEST(ConformanceConstants, Case22ConstantReadThroughAViewNamesTheConstantAndTheView) {
+  Fixture f;
+  ValueId w = f.m.ConstantF32("w", {2, 2}, {1, 2, 3, 4});
+  ValueId wt = f.m.Op("transpose", {w, f.m.Int(0), f.m.Int(1)}, "wt");
+  DelegateOptions options;
+  options.arg_dim_orders = {{}, {0, 1}};
+  f.m.Output(Call(f.m, kD0, "t", {f.a, wt}, options));
+  MethodHarness h(f.pb);
+  ASSERT_OK_AND_ASSIGN(auto method, h.Load());
+  ASSERT_THAT(Warnings(*method), SizeIs(1));
+  EXPECT_THAT(Warnings(*method)[0],
+              AllOf(HasSubstr("constant \"w\""), HasSubstr("view \"wt\""), HasSubstr("(1, 0)"),
+                    HasSubstr("(0, 1)")));
+  ExpectSameAsHost(h, *method);
+  // t = a + transpose(w): w read logically through the view.
+  ASSERT_OK_AND_ASSIGN(auto out, h.Run(*method));
+  const float wt_values[4] = {1, 3, 2, 4};
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_FLOAT_EQ(out[0][j], static_cast<float>(InputValue(0, j, DType::kFloat32)) + wt_values[j]);
+  }
+}
+
 TEST(ConformanceConstants, Case23ChannelsLast) {
   for (bool compiled_channels_last : {true, false}) {
     ProgramBuilder pb;

@@ -2,6 +2,7 @@
 // and errors for bad input.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -131,6 +132,24 @@ TEST_F(CliTest, RunAcceptsGivenInputs) {
   r = RunCli(o);
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("\"nope\""));
+}
+
+TEST_F(CliTest, InputValuesMustFitTheInputsDtype) {
+  Options o = Base("run");
+  for (double bad : {1.5, 1e30, -1e19, std::nan("")}) {
+    o.inputs["pos"] = {bad};
+    Result r = RunCli(o);
+    EXPECT_EQ(r.code, 1) << bad;
+    EXPECT_THAT(r.err, HasSubstr("--input pos")) << bad;
+    EXPECT_THAT(r.err, HasSubstr("not a whole number in the range of int64")) << bad;
+  }
+  o.inputs["pos"] = {-0.0};  // whole, and in range
+  EXPECT_EQ(RunCli(o).code, 0);
+  o.inputs.clear();
+  o.inputs["x"] = {1e39};
+  Result r = RunCli(o);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("out of the range of float32"));
 }
 
 TEST_F(CliTest, BenchJsonHasTheFieldsAndCountersAgree) {

@@ -1,0 +1,401 @@
+// Programs and callers that try to break the runtime: delegate payloads that disagree with their
+// declared results, declared sizes beyond the machine's memory, caller buffers that overlap or
+// have too many dimensions, outputs read after a failure, a program file changed after loading.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "loader/program.h"
+#include "loader/program_builder.h"
+#include "memory/device_buffer.h"
+#include "memory/host_device.h"
+#include "memory/sim_device.h"
+#include "runtime/runtime.h"
+#include "tests/conformance/conformance_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// A graph payload whose "main" returns relu of a float32 [2, 3] input.
+std::vector<uint8_t> ReluPayload(std::vector<int64_t> sizes) {
+  ProgramBuilder pb;
+  MethodBuilder& g = pb.AddMethod("main");
+  g.Output(g.Op("relu", {g.Input("x", DType::kFloat32, std::move(sizes))}));
+  return std::move(pb.Build()).value();
+}
+
+// A method calling that payload on `device` while declaring `declared` as its result.
+std::vector<uint8_t> MismatchedDelegateProgram(const std::string& device,
+                                               std::vector<int64_t> declared) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {2, 3});
+  DelegateOptions options;
+  options.name = "mismatch";
+  std::vector<ValueId> r = m.Delegate(kGraphBackendName, device, ReluPayload({2, 3}), {x},
+                                      {TensorMeta{DType::kFloat32, {declared.begin(), declared.end()}, {}}},
+                                      options);
+  m.Output(r[0]);
+  return std::move(pb.Build()).value();
+}
+
+TEST(DelegateContract, ResultLargerThanThePayloadProducesIsRefusedAtLoad) {
+  for (const std::string device : {"cpu", "cuda:0"}) {
+    SCOPED_TRACE(device);
+    ASSERT_OK_AND_ASSIGN(auto program,
+                         Program::FromBytes(MismatchedDelegateProgram(device, {2, 768})));
+    Runtime rt;
+    EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("node 0 (mismatch)"), HasSubstr("delegate \"graph\""),
+                               HasSubstr("result 0"), HasSubstr("float32[2, 768]"),
+                               HasSubstr("float32[2, 3]"))));
+  }
+}
+
+TEST(DelegateContract, ResultSmallerThanThePayloadProducesIsRefusedAtLoad) {
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(MismatchedDelegateProgram("cuda:0", {3})));
+  Runtime rt;
+  EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("float32[3]"), HasSubstr("float32[2, 3]"))));
+}
+
+// A backend an application registers gets the same check through DelegateInstance::signature().
+class FixedSignatureBackend : public Backend {
+ public:
+  explicit FixedSignatureBackend(DelegateSignature signature) : signature_(std::move(signature)) {}
+  absl::string_view name() const override { return "fixed"; }
+  bool SupportsDevice(DeviceType) const override { return true; }
+  absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit&) const override {
+    return std::unique_ptr<DelegateInstance>(new Instance(signature_));
+  }
+
+ private:
+  class Instance : public DelegateInstance {
+   public:
+    explicit Instance(DelegateSignature s) : s_(std::move(s)) {}
+    DelegateSignature signature() const override { return s_; }
+    absl::Status Execute(absl::Span<TensorRef* const>, absl::Span<TensorRef* const>,
+                         void*) override {
+      return absl::OkStatus();
+    }
+
+   private:
+    DelegateSignature s_;
+  };
+  DelegateSignature signature_;
+};
+
+TEST(DelegateContract, ApplicationBackendsAreCheckedToo) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {4});
+  DelegateOptions options;
+  options.name = "app";
+  m.Output(m.Delegate("fixed", "cuda:0", {}, {x}, {TensorMeta{DType::kFloat32, {4}, {}}},
+                      options)[0]);
+  ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, pb.Build());
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(bytes));
+  struct Case {
+    DelegateSignature signature;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {{{{DType::kFloat32, {4}}}, {{DType::kFloat32, {4}}}}, ""},
+      {{{{DType::kInt64, {4}}}, {{DType::kFloat32, {4}}}},
+       "argument 0 (\"x\") is declared float32[4], but the backend's payload reads int64[4]"},
+      {{{{DType::kFloat32, {4}}}, {{DType::kFloat32, {5}}}},
+       "result 0 (\"app\") is declared float32[4], but the backend's payload produces "
+       "float32[5]"},
+      {{{{DType::kFloat32, {4}}}, {}}, "declares 1 results, but its payload produces 0"},
+      {{{}, {{DType::kFloat32, {4}}}}, "but its payload reads only 0 tensors"},
+  };
+  for (const Case& c : cases) {
+    Runtime rt;
+    ASSERT_OK(rt.RegisterBackend(std::make_unique<FixedSignatureBackend>(c.signature)));
+    absl::StatusOr<std::unique_ptr<Method>> method = rt.LoadMethod(*program, "forward");
+    if (c.expected.empty()) {
+      EXPECT_OK(method.status());
+    } else {
+      EXPECT_THAT(method, StatusIs(absl::StatusCode::kInvalidArgument,
+                                   AllOf(HasSubstr("node 0 (app)"), HasSubstr(c.expected))));
+    }
+  }
+}
+
+// The programs a fuzzer found, kept beside the project: both declare a graph delegate result
+// of another shape than its sub-graph returns.
+TEST(DelegateContract, FuzzerReprosAreRefusedAtLoad) {
+  const std::string dir = FERRY_SHARED_DIR "/repro";
+  struct Repro {
+    const char* file;
+    const char* declared;
+  };
+  for (const Repro& r : {Repro{"fuzz_delegate_result_shape.ferry", "float32[2, 768]"},
+                         Repro{"fuzz_delegate_result_shape_segv.ferry", "float32[14850, 768]"}}) {
+    const std::string path = dir + "/" + r.file;
+    if (access(path.c_str(), R_OK) != 0) GTEST_SKIP() << path << " is not present";
+    SCOPED_TRACE(path);
+    ASSERT_OK_AND_ASSIGN(auto program, Program::Load(path));
+    Runtime rt;
+    EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("delegate \"graph\""), HasSubstr(r.declared),
+                               HasSubstr("produces float32[2, 3]"))));
+  }
+}
+
+size_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// relu of an input of `elements` floats, on the host or (with a device) inside a delegate there:
+// its result is planned in that device's arena.
+std::unique_ptr<Program> ReluProgram(int64_t rows, int64_t cols,
+                                     std::optional<std::string> device) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {rows, cols});
+  if (device.has_value()) {
+    DelegateOptions options;
+    options.name = "big_delegate";
+    m.Output(m.GraphDelegate(device, {x}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
+      return std::vector<ValueId>{g.Op("relu", {in[0]}, "big")};
+    }, options)[0]);
+  } else {
+    m.Output(m.Op("relu", {x}, "big"));
+  }
+  std::vector<uint8_t> bytes = std::move(pb.Build()).value();
+  return std::move(Program::FromBytes(bytes)).value();
+}
+
+TEST(MemoryBudget, TensorLargerThanTheHostIsRefusedBeforeAnyAllocation) {
+  // 2^45 float32 = 128 TiB: no machine this runs on has it.
+  std::unique_ptr<Program> program = ReluProgram(int64_t{1} << 25, int64_t{1} << 20, std::nullopt);
+  Runtime rt;
+  auto* host = static_cast<HostDevice*>(rt.devices().Find(Device::Host()));
+  const uint64_t allocations = host->counters().allocations;
+  const size_t resident = ResidentBytes();
+  absl::StatusOr<std::unique_ptr<Method>> method = rt.LoadMethod(*program, "forward");
+  EXPECT_THAT(method, StatusIs(absl::StatusCode::kResourceExhausted,
+                               AllOf(HasSubstr("method \"forward\" does not fit"),
+                                     HasSubstr("host"), HasSubstr("\"big\""),
+                                     HasSubstr("128.00 TiB"), HasSubstr("Nothing was allocated"))));
+  EXPECT_EQ(host->counters().allocations, allocations);
+  EXPECT_LT(ResidentBytes() - std::min(ResidentBytes(), resident), size_t{10} << 20);
+}
+
+TEST(MemoryBudget, SimDeviceCapacityIsAConfigurableSize) {
+  RuntimeOptions options;
+  options.sim_device_bytes = size_t{1} << 20;
+  Runtime rt(options);
+  auto* sim0 = static_cast<SimDevice*>(rt.devices().Find(Device::Sim(0)));
+  // 512 x 1024 float32 = 2 MiB: twice the device.
+  std::unique_ptr<Program> program = ReluProgram(512, 1024, "cuda:0");
+  EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("cuda:0 (as sim:0)"), HasSubstr("the device has available"),
+                             HasSubstr("1.0 MiB"), HasSubstr("\"x\""))));
+  EXPECT_EQ(sim0->counters().allocations, 0u);
+  // Half the size fits (input copy and result: 2 x 256 KiB).
+  std::unique_ptr<Program> small = ReluProgram(128, 512, "cuda:0");
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*small, "forward"));
+  EXPECT_GT(sim0->counters().allocations, 0u);
+}
+
+TEST(MemoryBudget, CallerLimitsPerDeviceAreHonoured) {
+  std::unique_ptr<Program> program = ReluProgram(64, 64, "cuda:0");  // 16 KiB per tensor
+  Runtime rt;
+  LoadOptions options;
+  options.memory_limits[Device::Sim(0)] = 16 << 10;
+  EXPECT_THAT(rt.LoadMethod(*program, "forward", options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("LoadOptions::memory_limits allows 16.0 KiB"),
+                             HasSubstr("needs 32.0 KiB"))));
+  options.memory_limits[Device::Sim(0)] = 32 << 10;
+  EXPECT_OK(rt.LoadMethod(*program, "forward", options).status());
+  options.memory_limits[Device::Host()] = 1024;  // the host arena holds the d2h copy of the result
+  EXPECT_THAT(rt.LoadMethod(*program, "forward", options),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("does not fit in host")));
+}
+
+// Two inputs and an output [2, 2]: out = a + b on the host.
+struct AddMethod {
+  AddMethod() {
+    ProgramBuilder pb;
+    MethodBuilder& m = pb.AddMethod("forward");
+    ValueId a = m.Input("a", DType::kFloat32, {2, 2});
+    ValueId b = m.Input("b", DType::kFloat32, {2, 2});
+    m.Output(m.Op("add", {a, b}, "sum"));
+    m.Output(m.Op("mul", {a, b}, "product"));
+    program = std::move(Program::FromBytes(std::move(pb.Build()).value())).value();
+    method = std::move(rt.LoadMethod(*program, "forward")).value();
+  }
+  Runtime rt;
+  std::unique_ptr<Program> program;
+  std::unique_ptr<Method> method;
+};
+
+TensorView View(std::vector<float>& v) { return TensorView::Host(DType::kFloat32, {2, 2}, v.data()); }
+
+TEST(CallerBuffers, OutputBufferOverlappingAnInputIsRefusedAndNothingIsWritten) {
+  AddMethod f;
+  std::vector<float> a = {1, 2, 3, 4}, b = {10, 20, 30, 40}, other(4, 0.0f);
+  ASSERT_OK(f.method->SetInput(0, View(a)));
+  ASSERT_OK(f.method->SetInput(1, View(b)));
+  ASSERT_OK(f.method->SetOutputBuffer(0, View(a)));  // binding in any order is allowed ...
+  ASSERT_OK(f.method->SetOutputBuffer(1, View(other)));
+  EXPECT_THAT(f.method->Execute(),  // ... but Execute refuses it before any step
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("output 0 (\"sum\")"), HasSubstr("input 0 (\"a\")"),
+                             HasSubstr("Nothing was run"))));
+  EXPECT_EQ(a, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(other, std::vector<float>(4, 0.0f));
+  // Two outputs into one buffer, partly overlapping.
+  std::vector<float> shared(6, 0.0f);
+  ASSERT_OK(f.method->SetOutputBuffer(0, TensorView::Host(DType::kFloat32, {2, 2}, shared.data())));
+  ASSERT_OK(
+      f.method->SetOutputBuffer(1, TensorView::Host(DType::kFloat32, {2, 2}, shared.data() + 2)));
+  EXPECT_THAT(f.method->Execute(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("output 0 (\"sum\")"), HasSubstr("output 1 (\"product\")"))));
+  // Rebinding to separate memory makes it run, with the right values.
+  std::vector<float> sum(4), product(4);
+  ASSERT_OK(f.method->SetOutputBuffer(0, View(sum)));
+  ASSERT_OK(f.method->SetOutputBuffer(1, View(product)));
+  ASSERT_OK(f.method->Execute());
+  EXPECT_EQ(sum, (std::vector<float>{11, 22, 33, 44}));
+  EXPECT_EQ(product, (std::vector<float>{10, 40, 90, 160}));
+}
+
+TEST(CallerBuffers, OutputOutOfRangeIsAnEmptyView) {
+  AddMethod f;
+  std::vector<float> a(4, 1.0f), b(4, 2.0f);
+  ASSERT_OK(f.method->SetInput(0, View(a)));
+  ASSERT_OK(f.method->SetInput(1, View(b)));
+  ASSERT_OK(f.method->Execute());
+  EXPECT_NE(f.method->Output(1).data(), nullptr);
+  for (size_t i : {size_t{2}, size_t{99}, SIZE_MAX}) {
+    TensorView out = f.method->Output(i);
+    EXPECT_EQ(out.data(), nullptr) << i;
+    EXPECT_EQ(out.numel(), 1) << i;  // rank 0
+    EXPECT_EQ(out.sizes().size(), 0u) << i;
+  }
+}
+
+TEST(CallerBuffers, RankAboveTheMaximumIsRefused) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  const std::vector<int64_t> rank8(8, 1);
+  m.Output(m.Op("relu", {m.Input("x", DType::kFloat32, rank8)}));
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(std::move(pb.Build()).value()));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
+  float x = 1.0f;
+  EXPECT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, rank8, &x)));
+  const std::vector<int64_t> rank9(9, 1);
+  EXPECT_THAT(method->SetInput(0, TensorView::Host(DType::kFloat32, rank9, &x)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("input 0 (\"x\")"), HasSubstr("rank 9"),
+                             HasSubstr("maximum 8"))));
+  EXPECT_THAT(method->SetOutputBuffer(0, TensorView::Host(DType::kFloat32, rank9, &x)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank 9")));
+}
+
+// After a failed Execute, Output() gives nothing to read until a call succeeds; a caller's output
+// buffer holds its old content when the failure came before the step that writes it.
+TEST(CallerBuffers, FailedExecuteLeavesNoOutputToReadAndUnwrittenBuffersUnchanged) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId a = m.Input("a", DType::kFloat32, {2, 2});
+  ValueId b = m.Input("b", DType::kFloat32, {2, 2});
+  m.Output(Call(m, kD0, "on_device", {a, b}));
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(std::move(pb.Build()).value()));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> av = {1, 2, 3, 4}, bv = {1, 1, 1, 1}, out(4, -7.0f);
+  ASSERT_OK(method->SetInput(0, View(av)));
+  ASSERT_OK(method->SetInput(1, View(bv)));
+  ASSERT_OK(method->SetOutputBuffer(0, View(out)));
+  ASSERT_OK(method->Execute());
+  EXPECT_EQ(out, (std::vector<float>{2, 3, 4, 5}));
+  ASSERT_EQ(method->Output(0).data(), out.data());
+  // The first copy (h2d of a) fails: the output's d2h never runs.
+  out.assign(4, -7.0f);
+  auto* sim0 = static_cast<SimDevice*>(rt.devices().Find(Device::Sim(0)));
+  sim0->set_copy_failure_after(0);
+  EXPECT_THAT(method->Execute(), StatusIs(absl::StatusCode::kInternal, HasSubstr("injected")));
+  EXPECT_EQ(method->Output(0).data(), nullptr);
+  EXPECT_EQ(out, std::vector<float>(4, -7.0f));
+  ASSERT_OK(method->Execute());
+  EXPECT_EQ(method->Output(0).data(), out.data());
+  EXPECT_EQ(out, (std::vector<float>{2, 3, 4, 5}));
+}
+
+TEST(CallerBuffers, FreedDeviceMemoryIsNamedAsFreed) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId a = m.Input("a", DType::kFloat32, {2, 2});
+  m.Output(Call(m, kD0, "on_device", {a}));
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(std::move(pb.Build()).value()));
+  Runtime rt;
+  LoadOptions options;
+  options.skip_h2d_for_method_inputs = true;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward", options));
+  DeviceRuntime* sim0 = rt.devices().Find(Device::Sim(0));
+  void* freed = nullptr;
+  {
+    ASSERT_OK_AND_ASSIGN(DeviceBuffer buffer, DeviceBuffer::Allocate(*sim0, 16, 64));
+    freed = buffer.data();
+  }
+  EXPECT_THAT(method->SetInput(0, TensorView(DType::kFloat32, {2, 2}, freed, Device::Sim(0))),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("input 0 (\"a\")"), HasSubstr("was freed"))));
+  // Memory that was never the device's is not called freed.
+  float host[4] = {};
+  EXPECT_THAT(method->SetInput(0, TensorView(DType::kFloat32, {2, 2}, host, Device::Sim(0))),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("not memory of that device"),
+                             ::testing::Not(HasSubstr("freed")))));
+}
+
+// A program smaller than the mapping threshold is read, so the file may change after Load.
+TEST(ProgramFile, SmallProgramSurvivesItsFileBeingTruncated) {
+  const std::string path =
+      ::testing::TempDir() + "/ferry_truncated_" + std::to_string(getpid()) + ".ferry";
+  {
+    ProgramBuilder pb;
+    MethodBuilder& m = pb.AddMethod("forward");
+    ValueId a = m.Input("a", DType::kFloat32, {2, 2});
+    ValueId w = m.ConstantF32("w", {2, 2}, {1, 2, 3, 4});
+    m.Output(m.Op("add", {a, w}));
+    ASSERT_OK(pb.WriteFile(path));
+  }
+  ASSERT_OK_AND_ASSIGN(auto program, Program::Load(path));
+  ASSERT_EQ(truncate(path.c_str(), 0), 0);
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> a = {10, 20, 30, 40};
+  ASSERT_OK(method->SetInput(0, View(a)));
+  ASSERT_OK(method->Execute());
+  const float* out = method->Output(0).data_as<float>();
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{11, 22, 33, 44}));
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace ferry::testing
