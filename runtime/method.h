@@ -51,6 +51,10 @@ struct ArenaInfo {
   size_t arena_bytes = 0;     // planned arena (per-call values, state, scratch)
   size_t lower_bound = 0;     // peak bytes live at once
   size_t constant_bytes = 0;  // constant region (replicas made at load)
+  // What the device had available when the method was loaded (DeviceRuntime::available_bytes),
+  // and the caller's limit for it (LoadOptions::memory_limits; SIZE_MAX: none).
+  size_t available_bytes = 0;
+  size_t limit_bytes = SIZE_MAX;
 };
 
 struct IoInfo {

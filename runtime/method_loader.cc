@@ -499,16 +499,34 @@ absl::Status MethodLoader::BudgetError(const DeviceMemory& dm, size_t need, size
 
 absl::Status MethodLoader::CheckBudgets() {
   size_t host_memory_need = 0;  // the host's and sim devices' totals: all of it host RAM
-  for (const DeviceMemory& dm : memory_) {
+  for (size_t d = 0; d < memory_.size(); ++d) {
+    const DeviceMemory& dm = memory_[d];
+    ArenaInfo& info = impl_.plan_.arenas[d];
     const size_t need = dm.total();
-    if (need == 0) continue;
-    if (auto it = options_.memory_limits.find(dm.device);
-        it != options_.memory_limits.end() && need > it->second) {
-      return BudgetError(dm, need, it->second, "LoadOptions::memory_limits allows", false);
+    info.available_bytes = dm.runtime->available_bytes();
+    if (auto it = options_.memory_limits.find(dm.device); it != options_.memory_limits.end()) {
+      info.limit_bytes = it->second;
     }
-    const size_t available = dm.runtime->available_bytes();
+    if (need == 0) continue;
+    if (need > info.limit_bytes) {
+      return BudgetError(dm, need, info.limit_bytes, "LoadOptions::memory_limits allows", false);
+    }
+    const size_t available = info.available_bytes;
     if (need > available) {
       return BudgetError(dm, need, available, "the device has available", false);
+    }
+    // Near the limit: loading works, but the next method or a neighbour's growth may not.
+    const size_t bound = std::min(info.limit_bytes, available);
+    if (need > bound / 10 * 8) {
+      Diagnostic diag;
+      diag.severity = Diagnostic::Severity::kWarning;
+      diag.message = absl::StrFormat(
+          "%s takes %s on %s, %.0f%% of the %s %s", mctx_, FormatBytes(need),
+          DeviceLabel(dm.device, popt_.device_map), 100.0 * static_cast<double>(need) / bound,
+          FormatBytes(bound), bound == available ? "available there" : "its memory limit allows");
+      diag.devices = {dm.device};
+      diag.bytes = need;
+      impl_.plan_.placement.diagnostics.push_back(std::move(diag));
     }
     if (dm.runtime->uses_host_memory() || dm.pinned) {
       host_memory_need = SaturatingAdd(host_memory_need, need);

@@ -1,5 +1,6 @@
 #include "runtime/plan_printer.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -97,6 +98,17 @@ std::string FormatPlanText(const Method& method) {
     absl::StrAppendFormat(&out, "  %-8s arena %10s (lower bound %s, %.2fx)  constants %s\n",
                           a.device.ToString(), Bytes(a.arena_bytes), Bytes(a.lower_bound), ratio,
                           Bytes(a.constant_bytes));
+  }
+  absl::StrAppend(&out, "memory (arena and constants, per device):\n");
+  for (const ArenaInfo& a : plan.arenas) {
+    const size_t total = a.arena_bytes + a.constant_bytes;
+    std::string of;
+    if (a.available_bytes != SIZE_MAX) {
+      of = absl::StrFormat(" of %s available (%.1f%%)", Bytes(a.available_bytes),
+                           a.available_bytes == 0 ? 100.0 : 100.0 * total / a.available_bytes);
+    }
+    if (a.limit_bytes != SIZE_MAX) absl::StrAppend(&of, ", limit ", Bytes(a.limit_bytes));
+    absl::StrAppendFormat(&out, "  %-8s %10s%s\n", a.device.ToString(), Bytes(total), of);
   }
   if (!p.diagnostics.empty()) {
     absl::StrAppend(&out, "diagnostics:\n");

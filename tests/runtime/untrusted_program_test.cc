@@ -16,6 +16,7 @@
 #include "memory/device_buffer.h"
 #include "memory/host_device.h"
 #include "memory/sim_device.h"
+#include "runtime/plan_printer.h"
 #include "runtime/runtime.h"
 #include "tests/conformance/conformance_util.h"
 #include "tests/testing/status_matchers.h"
@@ -231,6 +232,28 @@ TEST(MemoryBudget, CallerLimitsPerDeviceAreHonoured) {
   options.memory_limits[Device::Host()] = 1024;  // the host arena holds the d2h copy of the result
   EXPECT_THAT(rt.LoadMethod(*program, "forward", options),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("does not fit in host")));
+}
+
+TEST(MemoryBudget, NearTheLimitWarnsAndThePlanShowsTheTotals) {
+  std::unique_ptr<Program> program = ReluProgram(64, 64, "cuda:0");  // 32 KiB on sim:0
+  Runtime rt;
+  LoadOptions options;
+  options.memory_limits[Device::Sim(0)] = 36 << 10;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward", options));
+  std::vector<std::string> warnings;
+  for (const Diagnostic& d : method->plan().placement.diagnostics) warnings.push_back(d.message);
+  EXPECT_THAT(warnings, ::testing::Contains(AllOf(HasSubstr("32.0 KiB on cuda:0 (as sim:0)"),
+                                                  HasSubstr("89%"),
+                                                  HasSubstr("its memory limit allows"))));
+  const std::string text = FormatPlanText(*method);
+  EXPECT_THAT(text, HasSubstr("memory (arena and constants, per device)"));
+  EXPECT_THAT(text, HasSubstr("limit 36.0 KiB"));
+  // Far from the limit: no warning.
+  options.memory_limits[Device::Sim(0)] = 1 << 20;
+  ASSERT_OK_AND_ASSIGN(method, rt.LoadMethod(*program, "forward", options));
+  for (const Diagnostic& d : method->plan().placement.diagnostics) {
+    EXPECT_THAT(d.message, ::testing::Not(HasSubstr("memory limit")));
+  }
 }
 
 // Two inputs and an output [2, 2]: out = a + b on the host.
