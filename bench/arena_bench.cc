@@ -8,9 +8,9 @@
 
 #include "bench/example/decoder_block.h"
 #include "benchmark/benchmark.h"
-#include "loader/program.h"
-#include "loader/program_builder.h"
-#include "runtime/runtime.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/runtime/runtime.h"
 
 namespace ferry {
 namespace {

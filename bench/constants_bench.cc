@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "loader/program.h"
-#include "loader/program_builder.h"
-#include "memory/device_buffer.h"
-#include "runtime/runtime.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/memory/device_buffer.h"
+#include "ferry/runtime/runtime.h"
 
 namespace ferry {
 namespace {

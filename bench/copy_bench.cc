@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "memory/device_buffer.h"
-#include "memory/device_registry.h"
+#include "ferry/memory/device_buffer.h"
+#include "ferry/memory/device_registry.h"
 
 namespace ferry {
 namespace {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "loader/program.h"
-#include "loader/program_builder.h"
-#include "runtime/runtime.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/runtime/runtime.h"
 
 namespace ferry {
 namespace {

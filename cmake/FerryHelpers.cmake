@@ -1,11 +1,15 @@
 # ferry_library(NAME SOURCES ... PUBLIC_DEPS ... PRIVATE_DEPS ...)
-# Adds the static library ferry_NAME with the alias ferry::NAME. Include paths are rooted at the
-# source tree ("memory/device.h") and at the binary tree (generated headers).
+# Adds the static library ferry_NAME with the alias ferry::NAME (exported as ferry::NAME too).
+# Its users include Ferry's headers as "ferry/memory/device.h", in the build tree
+# (FERRY_INCLUDE_ROOT) and installed alike; generated headers are the library's own business.
 function(ferry_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(ferry_${name} STATIC ${ARG_SOURCES})
   add_library(ferry::${name} ALIAS ferry_${name})
-  target_include_directories(ferry_${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+  set_target_properties(ferry_${name} PROPERTIES EXPORT_NAME ${name})
+  target_include_directories(ferry_${name}
+    PUBLIC $<BUILD_INTERFACE:${FERRY_INCLUDE_ROOT}> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE ${PROJECT_BINARY_DIR})
   target_compile_options(ferry_${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${FERRY_WARNINGS}>)
   target_link_libraries(ferry_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
 endfunction()

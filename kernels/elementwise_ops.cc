@@ -9,9 +9,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/internal/host_ops.h"
-#include "kernels/internal/op_util.h"
-#include "memory/status_macros.h"
+#include "ferry/kernels/internal/host_ops.h"
+#include "ferry/kernels/internal/op_util.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
 namespace {

@@ -26,9 +26,9 @@
 //                                        writes self; indices int64 [n]; values broadcast to
 //                                        [n, self.sizes[1:]...]; an out-of-range index is a
 //                                        run-time InvalidArgument and nothing is written
-#include "kernels/internal/host_ops.h"
-#include "kernels/op_registry.h"
-#include "memory/status_macros.h"
+#include "ferry/kernels/internal/host_ops.h"
+#include "ferry/kernels/op_registry.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 

@@ -1,4 +1,4 @@
-#include "kernels/op_registry.h"
+#include "ferry/kernels/op_registry.h"
 
 #include <algorithm>
 #include <utility>

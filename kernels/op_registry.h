@@ -33,7 +33,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "kernels/tensor.h"
+#include "ferry/kernels/tensor.h"
 
 namespace ferry {
 

@@ -1,4 +1,4 @@
-#include "kernels/internal/op_util.h"
+#include "ferry/kernels/internal/op_util.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "kernels/tensor.h"
+#include "ferry/kernels/tensor.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "loader/method_graph.h"
+#include "ferry/loader/method_graph.h"
 
 namespace ferry {
 

@@ -17,7 +17,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "kernels/tensor.h"
+#include "ferry/kernels/tensor.h"
 
 namespace ferry {
 

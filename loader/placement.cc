@@ -1,4 +1,4 @@
-#include "loader/placement.h"
+#include "ferry/loader/placement.h"
 
 #include <algorithm>
 #include <deque>
@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "memory/status_macros.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 

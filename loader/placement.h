@@ -42,8 +42,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
-#include "loader/method_graph.h"
-#include "memory/device.h"
+#include "ferry/loader/method_graph.h"
+#include "ferry/memory/device.h"
 
 namespace ferry {
 

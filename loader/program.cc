@@ -1,4 +1,4 @@
-#include "loader/program.h"
+#include "ferry/loader/program.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -15,9 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "flatbuffers/idl.h"
-#include "loader/internal/serialize.h"
-#include "loader/internal/verify.h"
-#include "memory/status_macros.h"
+#include "ferry/loader/internal/serialize.h"
+#include "ferry/loader/internal/verify.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace {

@@ -40,7 +40,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "loader/method_graph.h"
+#include "ferry/loader/method_graph.h"
 
 namespace ferry {
 

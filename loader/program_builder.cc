@@ -1,4 +1,4 @@
-#include "loader/program_builder.h"
+#include "ferry/loader/program_builder.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,9 +11,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "loader/internal/serialize.h"
-#include "loader/internal/verify.h"
-#include "memory/status_macros.h"
+#include "ferry/loader/internal/serialize.h"
+#include "ferry/loader/internal/verify.h"
+#include "ferry/memory/status_macros.h"
 
 // GCC 12 reports moves of an empty absl::InlinedVector (TensorMeta::sizes of a scalar value) as
 // reads of uninitialized memory; the inline storage of an empty vector is never read.

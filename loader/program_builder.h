@@ -37,9 +37,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "kernels/op_registry.h"
-#include "kernels/tensor.h"
-#include "loader/method_graph.h"
+#include "ferry/kernels/op_registry.h"
+#include "ferry/kernels/tensor.h"
+#include "ferry/loader/method_graph.h"
 
 namespace ferry {
 

@@ -1,4 +1,4 @@
-#include "memory/device.h"
+#include "ferry/memory/device.h"
 
 #include <cctype>
 #include <string>

@@ -1,6 +1,6 @@
-#include "memory/device_buffer.h"
+#include "ferry/memory/device_buffer.h"
 
-#include "memory/status_macros.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 

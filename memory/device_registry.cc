@@ -1,10 +1,10 @@
-#include "memory/device_registry.h"
+#include "ferry/memory/device_registry.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "memory/host_device.h"
-#include "memory/sim_device.h"
+#include "ferry/memory/host_device.h"
+#include "ferry/memory/sim_device.h"
 
 namespace ferry {
 

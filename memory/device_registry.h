@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "memory/device.h"
-#include "memory/device_runtime.h"
+#include "ferry/memory/device.h"
+#include "ferry/memory/device_runtime.h"
 
 namespace ferry {
 

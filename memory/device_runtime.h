@@ -35,7 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "memory/device.h"
+#include "ferry/memory/device.h"
 
 namespace ferry {
 

@@ -1,4 +1,4 @@
-#include "memory/host_device.h"
+#include "ferry/memory/host_device.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "memory/status_macros.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace internal {

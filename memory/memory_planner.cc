@@ -1,4 +1,4 @@
-#include "memory/memory_planner.h"
+#include "ferry/memory/memory_planner.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,5 +1,5 @@
 // Builds without CUDA have no CUDA devices.
-#include "memory/device_registry.h"
+#include "ferry/memory/device_registry.h"
 
 namespace ferry {
 

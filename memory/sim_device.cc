@@ -1,4 +1,4 @@
-#include "memory/sim_device.h"
+#include "ferry/memory/sim_device.h"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -11,8 +11,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "memory/host_device.h"
-#include "memory/status_macros.h"
+#include "ferry/memory/host_device.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace {

@@ -47,8 +47,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "memory/device.h"
-#include "memory/device_runtime.h"
+#include "ferry/memory/device.h"
+#include "ferry/memory/device_runtime.h"
 
 namespace ferry {
 

@@ -39,10 +39,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "kernels/op_registry.h"
-#include "kernels/tensor.h"
-#include "memory/device.h"
-#include "memory/device_runtime.h"
+#include "ferry/kernels/op_registry.h"
+#include "ferry/kernels/tensor.h"
+#include "ferry/memory/device.h"
+#include "ferry/memory/device_runtime.h"
 
 namespace ferry {
 

@@ -10,14 +10,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "kernels/cuda/cuda_ops.h"
-#include "loader/program.h"
-#include "loader/program_builder.h"
-#include "memory/device_buffer.h"
-#include "memory/memory_planner.h"
-#include "memory/status_macros.h"
-#include "runtime/backend.h"
-#include "runtime/internal/host_steps.h"
+#include "ferry/kernels/cuda/cuda_ops.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/memory/device_buffer.h"
+#include "ferry/memory/memory_planner.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/backend.h"
+#include "ferry/runtime/internal/host_steps.h"
 
 namespace ferry {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/method.h"
+#include "ferry/runtime/method.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "memory/status_macros.h"
-#include "runtime/internal/method_impl.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/internal/method_impl.h"
 
 namespace ferry {
 namespace internal {

@@ -38,11 +38,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kernels/tensor.h"
-#include "loader/method_graph.h"
-#include "loader/placement.h"
-#include "memory/device.h"
-#include "runtime/tensor_view.h"
+#include "ferry/kernels/tensor.h"
+#include "ferry/loader/method_graph.h"
+#include "ferry/loader/placement.h"
+#include "ferry/memory/device.h"
+#include "ferry/runtime/tensor_view.h"
 
 namespace ferry {
 

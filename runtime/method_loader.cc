@@ -28,10 +28,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "memory/memory_planner.h"
-#include "memory/status_macros.h"
-#include "runtime/internal/method_impl.h"
-#include "runtime/internal/load_util.h"
+#include "ferry/memory/memory_planner.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/internal/method_impl.h"
+#include "ferry/runtime/internal/load_util.h"
 
 namespace ferry {
 namespace internal {

@@ -1,4 +1,4 @@
-#include "runtime/plan_printer.h"
+#include "ferry/runtime/plan_printer.h"
 
 #include <cstdint>
 #include <map>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "runtime/internal/load_util.h"
+#include "ferry/runtime/internal/load_util.h"
 
 namespace ferry {
 namespace {

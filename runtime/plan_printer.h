@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "runtime/method.h"
+#include "ferry/runtime/method.h"
 
 namespace ferry {
 

@@ -1,13 +1,13 @@
-#include "runtime/runtime.h"
+#include "ferry/runtime/runtime.h"
 
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "loader/program_builder.h"
-#include "memory/status_macros.h"
-#include "runtime/internal/method_impl.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/internal/method_impl.h"
 
 namespace ferry {
 

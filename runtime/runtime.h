@@ -41,12 +41,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "kernels/op_registry.h"
-#include "loader/program.h"
-#include "memory/device.h"
-#include "memory/device_registry.h"
-#include "runtime/backend.h"
-#include "runtime/method.h"
+#include "ferry/kernels/op_registry.h"
+#include "ferry/loader/program.h"
+#include "ferry/memory/device.h"
+#include "ferry/memory/device_registry.h"
+#include "ferry/runtime/backend.h"
+#include "ferry/runtime/method.h"
 
 namespace ferry {
 

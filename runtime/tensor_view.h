@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "kernels/tensor.h"
-#include "memory/device.h"
+#include "ferry/kernels/tensor.h"
+#include "ferry/memory/device.h"
 
 namespace ferry {
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "loader/program_builder.h"
+#include "ferry/loader/program_builder.h"
 
 namespace ferry::example {
 

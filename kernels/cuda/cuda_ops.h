@@ -52,7 +52,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "kernels/op_registry.h"
+#include "ferry/kernels/op_registry.h"
 
 namespace ferry {
 

@@ -1,5 +1,5 @@
 // Builds without CUDA have no CUDA kernels: the graph backend finds none and never sets a stream.
-#include "kernels/cuda/cuda_ops.h"
+#include "ferry/kernels/cuda/cuda_ops.h"
 
 namespace ferry {
 

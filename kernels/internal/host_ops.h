@@ -6,7 +6,7 @@
 #define FERRY_KERNELS_INTERNAL_HOST_OPS_H_
 
 #include "absl/status/status.h"
-#include "kernels/op_registry.h"
+#include "ferry/kernels/op_registry.h"
 
 namespace ferry::internal {
 

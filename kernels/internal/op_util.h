@@ -24,8 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "kernels/op_registry.h"
-#include "kernels/tensor.h"
+#include "ferry/kernels/op_registry.h"
+#include "ferry/kernels/tensor.h"
 
 namespace ferry::internal {
 

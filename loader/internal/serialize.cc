@@ -1,4 +1,4 @@
-#include "loader/internal/serialize.h"
+#include "ferry/loader/internal/serialize.h"
 
 #include <string>
 #include <utility>
@@ -6,8 +6,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "flatbuffers/flatbuffers.h"
-#include "loader/internal/verify.h"
-#include "loader/program.h"
+#include "ferry/loader/internal/verify.h"
+#include "ferry/loader/program.h"
 #include "loader/schema/program_generated.h"
 
 namespace ferry::internal {

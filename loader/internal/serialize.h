@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "loader/method_graph.h"
+#include "ferry/loader/method_graph.h"
 
 namespace ferry::internal {
 

@@ -1,4 +1,4 @@
-#include "loader/internal/verify.h"
+#include "ferry/loader/internal/verify.h"
 
 #include <algorithm>
 #include <array>
@@ -15,8 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "flatbuffers/flatbuffers.h"
-#include "loader/program.h"
-#include "memory/status_macros.h"
+#include "ferry/loader/program.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
 namespace {

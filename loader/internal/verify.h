@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "loader/method_graph.h"
+#include "ferry/loader/method_graph.h"
 #include "loader/schema/program_generated.h"
 
 namespace ferry::internal {

@@ -1,4 +1,4 @@
-#include "memory/cuda/cuda_device.h"
+#include "ferry/memory/cuda/cuda_device.h"
 
 #include <cuda_runtime_api.h>
 
@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "memory/cuda/cuda_status.h"
-#include "memory/cuda/strided_copy.h"
-#include "memory/device_registry.h"
-#include "memory/host_device.h"
-#include "memory/status_macros.h"
+#include "ferry/memory/cuda/cuda_status.h"
+#include "ferry/memory/cuda/strided_copy.h"
+#include "ferry/memory/device_registry.h"
+#include "ferry/memory/host_device.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace {

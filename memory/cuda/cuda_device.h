@@ -47,7 +47,7 @@
 #include <mutex>
 
 #include "absl/status/statusor.h"
-#include "memory/device_runtime.h"
+#include "ferry/memory/device_runtime.h"
 
 namespace ferry {
 

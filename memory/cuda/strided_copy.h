@@ -26,8 +26,8 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "memory/device_runtime.h"
-#include "memory/host_device.h"
+#include "ferry/memory/device_runtime.h"
+#include "ferry/memory/host_device.h"
 
 #if defined(__CUDACC__)
 #define FERRY_HOST_DEVICE __host__ __device__

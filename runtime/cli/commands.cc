@@ -1,4 +1,4 @@
-#include "runtime/cli/commands.h"
+#include "ferry/runtime/cli/commands.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "loader/program.h"
-#include "memory/device_buffer.h"
-#include "memory/status_macros.h"
-#include "runtime/plan_printer.h"
+#include "ferry/loader/program.h"
+#include "ferry/memory/device_buffer.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/plan_printer.h"
 
 namespace ferry::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/runtime.h"
+#include "ferry/runtime/runtime.h"
 
 namespace ferry::cli {
 

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/numbers.h"
-#include "runtime/cli/commands.h"
+#include "ferry/runtime/cli/commands.h"
 
 #ifndef FERRY_EXAMPLE_PROGRAM
 #define FERRY_EXAMPLE_PROGRAM ""

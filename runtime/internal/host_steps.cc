@@ -1,4 +1,4 @@
-#include "runtime/internal/host_steps.h"
+#include "ferry/runtime/internal/host_steps.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

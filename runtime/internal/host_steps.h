@@ -14,8 +14,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "kernels/op_registry.h"
-#include "kernels/tensor.h"
+#include "ferry/kernels/op_registry.h"
+#include "ferry/kernels/tensor.h"
 
 namespace ferry::internal {
 

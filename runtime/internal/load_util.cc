@@ -1,4 +1,4 @@
-#include "runtime/internal/load_util.h"
+#include "ferry/runtime/internal/load_util.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "memory/status_macros.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace internal {

@@ -7,8 +7,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "memory/device.h"
-#include "runtime/internal/method_impl.h"
+#include "ferry/memory/device.h"
+#include "ferry/runtime/internal/method_impl.h"
 
 namespace ferry::internal {
 

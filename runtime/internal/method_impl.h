@@ -10,17 +10,17 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kernels/op_registry.h"
-#include "kernels/tensor.h"
-#include "loader/method_graph.h"
-#include "loader/placement.h"
-#include "memory/device_buffer.h"
-#include "memory/device_registry.h"
-#include "memory/device_runtime.h"
-#include "runtime/backend.h"
-#include "runtime/internal/host_steps.h"
-#include "runtime/method.h"
-#include "runtime/runtime.h"
+#include "ferry/kernels/op_registry.h"
+#include "ferry/kernels/tensor.h"
+#include "ferry/loader/method_graph.h"
+#include "ferry/loader/placement.h"
+#include "ferry/memory/device_buffer.h"
+#include "ferry/memory/device_registry.h"
+#include "ferry/memory/device_runtime.h"
+#include "ferry/runtime/backend.h"
+#include "ferry/runtime/internal/host_steps.h"
+#include "ferry/runtime/method.h"
+#include "ferry/runtime/runtime.h"
 
 namespace ferry::internal {
 

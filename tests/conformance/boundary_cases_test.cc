@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "memory/device_buffer.h"
+#include "ferry/memory/device_buffer.h"
 #include "tests/conformance/conformance_util.h"
 #include "tests/testing/method_harness.h"
 #include "tests/testing/status_matchers.h"

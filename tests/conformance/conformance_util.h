@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "loader/program_builder.h"
+#include "ferry/loader/program_builder.h"
 #include "tests/testing/method_harness.h"
 #include "tests/testing/status_matchers.h"
 

@@ -2,8 +2,8 @@
 // (not labelled `cuda`), in builds with CUDA.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/cuda/cuda_ops.h"
-#include "memory/device_registry.h"
+#include "ferry/kernels/cuda/cuda_ops.h"
+#include "ferry/memory/device_registry.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry::testing {

@@ -1,7 +1,7 @@
 // The index math of the device-side strided-to-dense copy (memory/cuda/strided_copy.h), run on the
 // host: compiled by nvcc like the kernel that uses it, checked against GatherStrided, which the
 // host and sim runtimes use. Needs no GPU (not labelled `cuda`).
-#include "memory/cuda/strided_copy.h"
+#include "ferry/memory/cuda/strided_copy.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/tensor.h"
-#include "memory/host_device.h"
+#include "ferry/kernels/tensor.h"
+#include "ferry/memory/host_device.h"
 
 namespace ferry::internal {
 namespace {

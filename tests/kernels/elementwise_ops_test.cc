@@ -7,7 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/op_registry.h"
+#include "ferry/kernels/op_registry.h"
 #include "tests/kernels/op_test_util.h"
 #include "tests/testing/status_matchers.h"
 

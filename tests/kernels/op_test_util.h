@@ -16,8 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "gtest/gtest.h"
-#include "kernels/op_registry.h"
-#include "kernels/tensor.h"
+#include "ferry/kernels/op_registry.h"
+#include "ferry/kernels/tensor.h"
 
 namespace ferry::testing {
 

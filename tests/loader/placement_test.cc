@@ -1,7 +1,7 @@
 // The placement planner as a pure function: literal graphs in, literal manifests out.
 // Expectations follow docs/placement.md's rules (P1-P12); the end-to-end conformance cases with
 // execution live in tests/conformance/.
-#include "loader/placement.h"
+#include "ferry/loader/placement.h"
 
 #include <string>
 #include <tuple>

@@ -1,4 +1,4 @@
-#include "loader/program_builder.h"
+#include "ferry/loader/program_builder.h"
 
 #include <cstdint>
 #include <cstring>
@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "loader/program.h"
+#include "ferry/loader/program.h"
 #include "tests/loader/test_ops.h"
 #include "tests/testing/status_matchers.h"
 

@@ -1,4 +1,4 @@
-#include "memory/device_buffer.h"
+#include "ferry/memory/device_buffer.h"
 
 #include <cstdint>
 #include <utility>
@@ -6,8 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "memory/host_device.h"
-#include "memory/sim_device.h"
+#include "ferry/memory/host_device.h"
+#include "ferry/memory/sim_device.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

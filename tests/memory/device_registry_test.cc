@@ -1,12 +1,12 @@
-#include "memory/device_registry.h"
+#include "ferry/memory/device_registry.h"
 
 #include <memory>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "memory/host_device.h"
-#include "memory/sim_device.h"
+#include "ferry/memory/host_device.h"
+#include "ferry/memory/sim_device.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

@@ -1,4 +1,4 @@
-#include "memory/host_device.h"
+#include "ferry/memory/host_device.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "memory/sim_device.h"
+#include "ferry/memory/sim_device.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "memory/host_device.h"
+#include "ferry/memory/host_device.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

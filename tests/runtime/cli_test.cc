@@ -12,7 +12,7 @@
 #include "bench/example/decoder_block.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/cli/commands.h"
+#include "ferry/runtime/cli/commands.h"
 #include "tests/testing/json_check.h"
 #include "tests/testing/status_matchers.h"
 

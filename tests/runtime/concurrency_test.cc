@@ -10,9 +10,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "loader/program.h"
-#include "loader/program_builder.h"
-#include "runtime/runtime.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/runtime/runtime.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry::testing {

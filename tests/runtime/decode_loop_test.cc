@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "loader/program.h"
-#include "loader/program_builder.h"
-#include "memory/device_buffer.h"
-#include "memory/status_macros.h"
-#include "runtime/runtime.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/memory/device_buffer.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/runtime.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

@@ -10,8 +10,8 @@
 #include "bench/example/decoder_block.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "loader/program.h"
-#include "runtime/runtime.h"
+#include "ferry/loader/program.h"
+#include "ferry/runtime/runtime.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

@@ -4,13 +4,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "loader/program_builder.h"
-#include "memory/status_macros.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/memory/status_macros.h"
 #include "tests/testing/status_matchers.h"
 
 // ---- begin README example ----
-#include "loader/program.h"
-#include "runtime/runtime.h"
+#include "ferry/loader/program.h"
+#include "ferry/runtime/runtime.h"
 
 absl::StatusOr<float> RunOnce(const std::string& path, float* a, float* b) {
   ferry::Runtime rt;  // host and sim devices (and CUDA devices when present)

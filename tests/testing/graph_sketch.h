@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "loader/method_graph.h"
-#include "loader/placement.h"
+#include "ferry/loader/method_graph.h"
+#include "ferry/loader/placement.h"
 
 namespace ferry::testing {
 

@@ -26,11 +26,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "loader/program.h"
-#include "loader/program_builder.h"
-#include "memory/device_buffer.h"
-#include "memory/status_macros.h"
-#include "runtime/runtime.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/memory/device_buffer.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/runtime.h"
 
 namespace ferry::testing {
 
