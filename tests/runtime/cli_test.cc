@@ -269,6 +269,8 @@ TEST_F(CliTest, PlanDotRendersWithGraphviz) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("digraph"));
   EXPECT_THAT(r.out, HasSubstr("shape=cds"));  // copies are their own vertices
+  EXPECT_THAT(r.out, HasSubstr("subgraph cluster_legend"));
+  EXPECT_THAT(r.out, HasSubstr("label=\"node on cuda:0 (as sim:0)\""));  // as declared, and where
   if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "Graphviz dot not found";
   std::string dot_path = TempPath("cli_plan.dot");
   std::ofstream(dot_path) << r.out;
