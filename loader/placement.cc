@@ -123,6 +123,7 @@ class Placer {
     FERRY_RETURN_IF_ERROR(PlaceOutputs());
     FERRY_RETURN_IF_ERROR(InputDiagnostics());
     ComputeLifetimes();
+    NameDiagnostics();
     FERRY_RETURN_IF_ERROR(ApplyStrictMode());
     return std::move(plan_);
   }
@@ -828,6 +829,51 @@ class Placer {
       }
     }
     return "a host op";
+  }
+
+  // Values of a method that share a name warn, once per name: the copy manifest and diagnostics
+  // name values, and "h2d norm1" must say which norm1. Linear; while the names are unique it
+  // allocates only a hash map of views into the method's names.
+  void NameDiagnostics() {
+    const size_t nv = m_.values.size();
+    absl::flat_hash_map<absl::string_view, ValueId> first;  // name -> its first value
+    first.reserve(nv);
+    absl::flat_hash_map<absl::string_view, size_t> group_of;  // name -> index in `groups`
+    std::vector<std::vector<ValueId>> groups;                // values per duplicated name
+    for (size_t v = 0; v < nv; ++v) {
+      const auto id = static_cast<ValueId>(v);
+      auto [it, inserted] = first.try_emplace(m_.values[v].name, id);
+      if (inserted) continue;
+      auto [group, added] = group_of.try_emplace(m_.values[v].name, groups.size());
+      if (added) groups.push_back({it->second});
+      groups[group->second].push_back(id);
+    }
+    // A name shared by many values (a generator that names every result after its op) lists a
+    // few, so that the message stays short; the diagnostic's `values` holds them all.
+    constexpr size_t kListed = 4;
+    for (std::vector<ValueId>& values : groups) {
+      std::vector<std::string> parts;
+      const size_t listed = values.size() <= kListed ? values.size() : kListed - 1;
+      for (size_t i = 0; i < listed; ++i) {
+        const ValueId v = values[i];
+        parts.push_back(absl::StrCat(v, " (", ValueLabel(v), ", ",
+                                     ValueKindName(m_.values[v].kind), ")"));
+      }
+      std::string last;
+      if (listed < values.size()) {
+        last = absl::StrCat(values.size() - listed, " more");
+      } else {
+        last = std::move(parts.back());
+        parts.pop_back();
+      }
+      Diagnostic d;
+      d.severity = Diagnostic::Severity::kWarning;
+      d.message = absl::StrCat("method \"", m_.name, "\": values ", absl::StrJoin(parts, ", "),
+                               " and ", last,
+                               " share a name; copies and diagnostics that name it are ambiguous");
+      d.values = std::move(values);
+      plan_.diagnostics.push_back(std::move(d));
+    }
   }
 
   // P9: an input passed on a device that something reads elsewhere warns, once per input.

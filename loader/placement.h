@@ -30,6 +30,10 @@
 // or contradict each other, Unimplemented for a layout conversion between two devices. Messages name
 // the nodes, values, devices and bytes involved.
 //
+// Warnings (plan.diagnostics) besides those of the rules: values of the method that share a name
+// warn once per name, with all their ids in `values`, since copies and messages that name such a
+// value are ambiguous.
+//
 // Thread safety: a pure function. Allocates (load time only).
 #ifndef FERRY_LOADER_PLACEMENT_H_
 #define FERRY_LOADER_PLACEMENT_H_

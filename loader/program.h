@@ -16,7 +16,8 @@
 // bytes from the start of the program, and the program's size is a multiple of 64, so that data
 // can be used and copied in place and a truncated file is detected. Ferry's writer
 // (ProgramBuilder) guarantees both; the JSON form does not need them, since FromJson re-packs what
-// it parses. A binary written by `flatc -b` does not align, and is refused: load its JSON instead.
+// it parses. A binary written by stock `flatc -b` does not align its data (flatc's force_align
+// stops at 32 bytes) and is refused with a message that says so: load its JSON form instead.
 //
 // Files: a program smaller than kProgramMapThresholdBytes is read into memory, and the file may
 // change or go away once Load has returned. A larger one is mapped read-only (its constants are

@@ -112,6 +112,7 @@ bool MethodBuilder::CheckIds(absl::Span<const ValueId> ids, absl::string_view wh
 ValueId MethodBuilder::AddValue(ValueDef value, std::vector<uint8_t> data) {
   const auto id = static_cast<ValueId>(def_.values.size());
   if (value.name.empty()) value.name = absl::StrCat("value ", id);
+  value_names_.insert(value.name);
   if (value.kind == ValueKind::kConstant || value.kind == ValueKind::kState) {
     buffers_.push_back(std::make_unique<std::vector<uint8_t>>(std::move(data)));
     value.data = absl::MakeConstSpan(*buffers_.back());
@@ -193,18 +194,37 @@ ValueId MethodBuilder::Scalar(ferry::Scalar value) {
   return AddValue(std::move(def), {});
 }
 
+std::string MethodBuilder::NodeName(std::string given, const std::string& base,
+                                    size_t num_results) {
+  if (!given.empty()) return given;
+  auto unused = [&](const std::string& name) {
+    for (size_t r = 0; r < num_results; ++r) {
+      if (value_names_.contains(ResultName(name, r, num_results))) return false;
+    }
+    return true;
+  };
+  if (unused(base)) return base;
+  int& suffix = next_suffix_.try_emplace(base, 1).first->second;
+  std::string name;
+  do {
+    name = absl::StrCat(base, "_", suffix++);
+  } while (!unused(name));
+  return name;
+}
+
 std::vector<ValueId> MethodBuilder::HostOp(const std::string& op, std::vector<ValueId> args,
                                            std::string node_name) {
   if (!owner_->status_.ok()) return Invalid(1);
-  const std::string display = node_name.empty() ? op : node_name;
-  const std::string where = NextNodeLabel(display);
   const OpSchema* schema = owner_->registry().Find(op);
+  const size_t num_results =
+      schema == nullptr ? 1 : static_cast<size_t>(std::max(schema->num_results, 0));
+  const std::string display = NodeName(std::move(node_name), op, num_results);
+  const std::string where = NextNodeLabel(display);
   if (schema == nullptr || schema->infer == nullptr) {
     Fail(absl::InvalidArgumentError(
         absl::StrCat(where, ": op \"", op, "\" is not in the op registry")));
     return Invalid(1);
   }
-  const size_t num_results = static_cast<size_t>(std::max(schema->num_results, 0));
   if (!CheckIds(args, where, "argument")) {
     return Invalid(num_results);
   }
@@ -285,7 +305,7 @@ std::vector<ValueId> MethodBuilder::Delegate(
     std::string backend, std::optional<std::string> target_device, std::vector<uint8_t> payload,
     std::vector<ValueId> args, std::vector<TensorMeta> results, DelegateOptions options) {
   if (!owner_->status_.ok()) return Invalid(results.size());
-  const std::string display = options.name.empty() ? backend : options.name;
+  const std::string display = NodeName(std::move(options.name), backend, results.size());
   const std::string where = NextNodeLabel(display);
   auto fail = [&](std::string message) {
     Fail(absl::InvalidArgumentError(absl::StrCat(where, ": ", message)));

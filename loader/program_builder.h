@@ -21,6 +21,12 @@
 // baked into the sub-graph as its own scalars), its outputs the delegate's results. GraphDelegate builds that payload, infers the results from it, declares the arguments
 // the sub-graph writes in place, and sets compile spec "target_device" when a device is given.
 //
+// Names: a node without a name given is named after its op (or backend), and its results after
+// the node; when that name is already a value's name in the method, "_1", "_2", ... is appended,
+// so the builder alone never gives two values one name (the loader warns about values that share
+// a name: copies and diagnostics that name them would be ambiguous). Names given explicitly are
+// kept as they are.
+//
 // Thread safety: none; a builder is used by one thread.
 #ifndef FERRY_LOADER_PROGRAM_BUILDER_H_
 #define FERRY_LOADER_PROGRAM_BUILDER_H_
@@ -32,6 +38,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -113,11 +121,16 @@ class MethodBuilder {
   std::string NextNodeLabel(absl::string_view display) const;
   // Indices into def_.inputs of the inputs that a node writes in place, directly or through views.
   std::vector<int32_t> WrittenInputs() const;
+  // `given` when not empty; otherwise `base`, or `base` with the first suffix "_N" whose
+  // `num_results` result names no value of the method has yet.
+  std::string NodeName(std::string given, const std::string& base, size_t num_results);
 
   ProgramBuilder* owner_;
   MethodDef def_;
   // Owned bytes behind def_.values[i].data and def_.nodes[i].payload.
   std::vector<std::unique_ptr<std::vector<uint8_t>>> buffers_;
+  absl::flat_hash_set<std::string> value_names_;
+  absl::flat_hash_map<std::string, int> next_suffix_;  // per default name: the next "_N" to try
 };
 
 class ProgramBuilder {

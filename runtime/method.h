@@ -48,6 +48,7 @@ namespace ferry {
 
 struct ArenaInfo {
   Device device;
+  std::string device_label;   // the device as declared, e.g. "cuda:0 (as sim:0)"
   size_t arena_bytes = 0;     // planned arena (per-call values, state, scratch)
   size_t lower_bound = 0;     // peak bytes live at once
   size_t constant_bytes = 0;  // constant region (replicas made at load)
@@ -74,7 +75,7 @@ struct LoadTimings {
 
 struct MethodPlan {
   PlacementPlan placement;
-  std::vector<ArenaInfo> arenas;  // host first, then devices in order
+  std::vector<ArenaInfo> arenas;  // host first, then devices in order: every device the plan uses
   std::vector<IoInfo> inputs;
   std::vector<IoInfo> outputs;
   LoadTimings timings;

@@ -451,6 +451,7 @@ absl::Status MethodLoader::PlanArenas() {
     planning_us_ += MicrosSince(device_planning_start);
     ArenaInfo info;
     info.device = device;
+    info.device_label = DeviceLabel(device, popt_.device_map);
     info.arena_bytes = dm.plan.arena_size;
     info.lower_bound = dm.plan.lower_bound;
     info.constant_bytes = dm.constant_bytes;

@@ -1,6 +1,7 @@
 #include "ferry/runtime/plan_printer.h"
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,28 +21,76 @@ std::string Shape(DType dtype, const std::vector<int64_t>& sizes) {
   return absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(sizes, ", "), "]");
 }
 
+// The device as the program declared it, with the device used when they differ:
+// "cuda:0 (as sim:0)". The arenas list every device the plan uses.
 std::string DeviceOf(const MethodPlan& plan, const Device& d) {
-  for (const IoInfo& io : plan.inputs) {
-    if (io.device == d) return io.device_label;
-  }
-  for (const IoInfo& io : plan.outputs) {
-    if (io.device == d) return io.device_label;
+  for (const ArenaInfo& a : plan.arenas) {
+    if (a.device == d) return a.device_label;
   }
   return d.ToString();
 }
 
-std::string Escape(const std::string& s) { return absl::StrReplaceAll(s, {{"\"", "\\\""}}); }
+// A DOT string literal's content: names may hold quotes and backslashes.
+std::string Escape(const std::string& s) {
+  return absl::StrReplaceAll(s, {{"\\", "\\\\"}, {"\"", "\\\""}});
+}
 
-const char* DeviceColor(const Device& d) {
-  switch (d.type) {
-    case DeviceType::kHost:
-      return "#dddddd";
-    case DeviceType::kSim:
-      return d.index == 0 ? "#a6cee3" : "#b2df8a";
-    case DeviceType::kCuda:
-      return d.index == 0 ? "#76b900" : "#fdbf6f";
+// Fill colours of nodes: grey for the host, then one colour per device of the plan in order, so
+// that every device in one picture has its own (up to eight devices).
+constexpr const char* kHostColor = "#dddddd";
+constexpr const char* kDeviceColors[] = {"#a6cee3", "#b2df8a", "#cab2d6", "#fdbf6f",
+                                         "#8dd3c7", "#bebada", "#80b1d3", "#b3de69"};
+// Copies, by timing, and the edge from a copy's source.
+constexpr const char* kOnceCopyColor = "#fff5cc";
+constexpr const char* kPerCallCopyColor = "#fbb4ae";
+constexpr const char* kCopySourceEdgeColor = "#e41a1c";
+
+// What FormatPlanDot drew, so that its legend explains exactly that.
+struct DotUsed {
+  bool inputs = false;
+  bool constants = false;
+  bool states = false;
+  bool once_copies = false;
+  bool per_call_copies = false;
+  bool outputs = false;
+  bool copy_edges = false;
+  bool read_edges = false;
+};
+
+// The legend: every device with its colour, then every vertex shape and edge style used.
+void AppendDotLegend(const std::vector<Device>& devices, const std::vector<std::string>& colors,
+                     const MethodPlan& plan, const DotUsed& used, std::string* out) {
+  absl::StrAppend(out, "  subgraph cluster_legend { label=\"legend\"; fontsize=10;\n");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    absl::StrAppendFormat(
+        out,
+        "    \"legend_%s\" [label=\"node on %s\", shape=box, style=filled, fillcolor=\"%s\"];\n",
+        devices[i].ToString(), Escape(DeviceOf(plan, devices[i])), colors[i]);
   }
-  return "white";
+  auto vertex = [&](bool use, const char* id, const char* label, const char* attributes) {
+    if (use) absl::StrAppendFormat(out, "    %s [label=\"%s\", %s];\n", id, label, attributes);
+  };
+  vertex(used.inputs, "legend_input", "method input (the caller's memory)", "shape=invhouse");
+  vertex(used.constants, "legend_constant", "constant (data in the program)", "shape=note");
+  vertex(used.states, "legend_state", "state: initial data in the program", "shape=cylinder");
+  vertex(used.once_copies, "legend_once", "copy once, at load",
+         absl::StrFormat("shape=cds, style=filled, fillcolor=\"%s\"", kOnceCopyColor).c_str());
+  vertex(used.per_call_copies, "legend_per_call", "copy on every call",
+         absl::StrFormat("shape=cds, style=filled, fillcolor=\"%s\"", kPerCallCopyColor).c_str());
+  vertex(used.outputs, "legend_output", "method output (device: where the caller gets it)",
+         "shape=house");
+  auto edge = [&](bool use, const char* id, const char* label, const std::string& attributes) {
+    if (!use) return;
+    absl::StrAppendFormat(out,
+                          "    %s_from [label=\"\", shape=point];\n"
+                          "    %s_to [label=\"%s\", shape=plaintext];\n"
+                          "    %s_from -> %s_to%s;\n",
+                          id, id, label, id, id, attributes);
+  };
+  edge(used.copy_edges, "legend_copy_edge", "a copy reads its source",
+       absl::StrFormat(" [color=\"%s\"]", kCopySourceEdgeColor));
+  edge(used.read_edges, "legend_read_edge", "read by a node, or returned as an output", "");
+  absl::StrAppend(out, "  }\n");
 }
 
 }  // namespace
@@ -68,7 +117,8 @@ std::string FormatPlanText(const Method& method) {
   absl::StrAppend(&out, "nodes:\n");
   for (size_t n = 0; n < m.nodes.size(); ++n) {
     const NodeDef& node = m.nodes[n];
-    std::string what = node.kind == NodeKind::kHostOp ? node.op : absl::StrCat("delegate:", node.backend);
+    std::string what =
+        node.kind == NodeKind::kHostOp ? node.op : absl::StrCat("delegate:", node.backend);
     absl::StrAppendFormat(&out, "  %-3d %-20s %-20s on %s\n", n, node.name, what,
                           DeviceOf(plan, p.nodes[n].device));
   }
@@ -88,9 +138,8 @@ std::string FormatPlanText(const Method& method) {
   for (const CopyStep& c : p.copies) {
     absl::StrAppendFormat(&out, "  %-8s %-3s %-16s %-8s -> %-8s %10s%s  %s\n",
                           CopyTimingName(c.timing), CopyDirectionName(c.direction),
-                          m.values[c.value].name, c.src_device.ToString(),
-                          c.dst_device.ToString(), Bytes(c.bytes),
-                          c.converts_layout ? " (converts layout)" : "", c.reason);
+                          m.values[c.value].name, c.src_device.ToString(), c.dst_device.ToString(),
+                          Bytes(c.bytes), c.converts_layout ? " (converts layout)" : "", c.reason);
   }
   absl::StrAppend(&out, "arenas:\n");
   for (const ArenaInfo& a : plan.arenas) {
@@ -113,8 +162,9 @@ std::string FormatPlanText(const Method& method) {
   if (!p.diagnostics.empty()) {
     absl::StrAppend(&out, "diagnostics:\n");
     for (const Diagnostic& d : p.diagnostics) {
-      absl::StrAppend(&out, "  ", d.severity == Diagnostic::Severity::kError ? "error: " : "warning: ",
-                      d.message, "\n");
+      absl::StrAppend(
+          &out, "  ",
+          d.severity == Diagnostic::Severity::kError ? "error: " : "warning: ", d.message, "\n");
     }
   }
   return out;
@@ -124,18 +174,19 @@ std::string FormatPlanDot(const Method& method) {
   const MethodDef& m = method.def();
   const MethodPlan& plan = method.plan();
   const PlacementPlan& p = plan.placement;
-  std::string out;
-  absl::StrAppend(&out, "digraph \"", Escape(m.name), "\" {\n  rankdir=TB;\n",
-                  "  node [fontname=\"Helvetica\", fontsize=10];\n");
-  // Legend: one cluster entry per device.
   std::vector<Device> devices = {Device::Host()};
   for (const Device& d : p.devices()) devices.push_back(d);
-  absl::StrAppend(&out, "  subgraph cluster_legend { label=\"devices\"; fontsize=10;\n");
-  for (const Device& d : devices) {
-    absl::StrAppendFormat(&out, "    \"legend_%s\" [label=\"%s\", shape=box, style=filled, fillcolor=\"%s\"];\n",
-                          d.ToString(), Escape(DeviceOf(plan, d)), DeviceColor(d));
+  std::vector<std::string> colors;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    colors.push_back(i == 0 ? kHostColor : kDeviceColors[(i - 1) % std::size(kDeviceColors)]);
   }
-  absl::StrAppend(&out, "  }\n");
+  auto color_of = [&](const Device& d) -> const std::string& {
+    size_t i = 0;
+    while (i + 1 < devices.size() && devices[i] != d) ++i;
+    return colors[i];
+  };
+  DotUsed used;
+  std::string body;
   std::vector<std::string> writer(p.buffers.size());
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const PlannedBuffer& buf = p.buffers[b];
@@ -143,21 +194,33 @@ std::string FormatPlanDot(const Method& method) {
       std::string id = absl::StrCat("v", buf.value);
       writer[b] = id;
       const ValueDef& v = m.values[buf.value];
-      absl::StrAppendFormat(&out, "  %s [label=\"%s\\n%s %s\", shape=%s];\n", id, Escape(v.name),
-                            ValueKindName(v.kind), v.meta.ToString(),
-                            buf.kind == BufferKind::kInput ? "invhouse" : "note");
+      const char* shape = "note";
+      if (buf.kind == BufferKind::kInput) {
+        shape = "invhouse";
+        used.inputs = true;
+      } else if (v.kind == ValueKind::kState) {
+        shape = "cylinder";
+        used.states = true;
+      } else {
+        used.constants = true;
+      }
+      absl::StrAppendFormat(&body, "  %s [label=\"%s\\n%s %s\", shape=%s];\n", id, Escape(v.name),
+                            ValueKindName(v.kind), v.meta.ToString(), shape);
     }
   }
   auto copy_vertex = [&](size_t i) {
     const CopyStep& c = p.copies[i];
     std::string id = absl::StrCat("c", i);
+    const bool once = c.timing == CopyTiming::kOnce;
+    (once ? used.once_copies : used.per_call_copies) = true;
     absl::StrAppendFormat(
-        &out, "  %s [label=\"%s %s\\n%s\\n%s\", shape=cds, style=filled, fillcolor=\"%s\"];\n", id,
+        &body, "  %s [label=\"%s %s\\n%s\\n%s\", shape=cds, style=filled, fillcolor=\"%s\"];\n", id,
         CopyDirectionName(c.direction), Escape(m.values[c.value].name), Bytes(c.bytes),
-        CopyTimingName(c.timing),
-        c.timing == CopyTiming::kOnce ? "#fff5cc" : "#fbb4ae");
+        CopyTimingName(c.timing), once ? kOnceCopyColor : kPerCallCopyColor);
     if (!writer[c.src_buffer].empty()) {
-      absl::StrAppendFormat(&out, "  %s -> %s [color=\"#e41a1c\"];\n", writer[c.src_buffer], id);
+      absl::StrAppendFormat(&body, "  %s -> %s [color=\"%s\"];\n", writer[c.src_buffer], id,
+                            kCopySourceEdgeColor);
+      used.copy_edges = true;
     }
     writer[c.dst_buffer] = id;
     return id;
@@ -171,23 +234,34 @@ std::string FormatPlanDot(const Method& method) {
     const NodeDef& node = m.nodes[s.index];
     const NodePlacement& placed = p.nodes[s.index];
     std::string id = absl::StrCat("n", s.index);
-    absl::StrAppendFormat(&out, "  %s [label=\"%d: %s\\n%s\", shape=box, style=filled, fillcolor=\"%s\"];\n",
-                          id, s.index, Escape(node.name),
-                          node.kind == NodeKind::kHostOp ? node.op : node.backend,
-                          DeviceColor(placed.device));
+    absl::StrAppendFormat(
+        &body, "  %s [label=\"%d: %s\\n%s\", shape=box, style=filled, fillcolor=\"%s\"];\n", id,
+        s.index, Escape(node.name), node.kind == NodeKind::kHostOp ? node.op : node.backend,
+        color_of(placed.device));
     for (int32_t b : placed.arg_buffers) {
-      if (b >= 0 && !writer[b].empty()) absl::StrAppendFormat(&out, "  %s -> %s;\n", writer[b], id);
+      if (b >= 0 && !writer[b].empty()) {
+        absl::StrAppendFormat(&body, "  %s -> %s;\n", writer[b], id);
+        used.read_edges = true;
+      }
     }
     for (int32_t b : placed.result_buffers) writer[b] = id;
   }
   for (size_t i = 0; i < p.output_buffers.size(); ++i) {
     int32_t b = p.output_buffers[i];
     std::string id = absl::StrCat("out", i);
-    absl::StrAppendFormat(&out, "  %s [label=\"output %d\\n%s\\non %s\", shape=house];\n", id, i,
+    used.outputs = true;
+    absl::StrAppendFormat(&body, "  %s [label=\"output %d\\n%s\\non %s\", shape=house];\n", id, i,
                           Escape(plan.outputs[i].name), Escape(plan.outputs[i].device_label));
-    if (!writer[b].empty()) absl::StrAppendFormat(&out, "  %s -> %s;\n", writer[b], id);
+    if (!writer[b].empty()) {
+      absl::StrAppendFormat(&body, "  %s -> %s;\n", writer[b], id);
+      used.read_edges = true;
+    }
   }
-  absl::StrAppend(&out, "}\n");
+  std::string out;
+  absl::StrAppend(&out, "digraph \"", Escape(m.name), "\" {\n  rankdir=TB;\n",
+                  "  node [fontname=\"Helvetica\", fontsize=10];\n");
+  AppendDotLegend(devices, colors, plan, used, &out);
+  absl::StrAppend(&out, body, "}\n");
   return out;
 }
 

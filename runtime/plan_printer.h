@@ -3,8 +3,17 @@
 //
 // The text lists inputs and outputs (dtype, shape, bytes, device), nodes with their devices, the
 // copy manifest (direction, value, source and destination devices, bytes, once or per call, why),
-// arenas with their lower bounds, and the diagnostics. The DOT graph draws nodes coloured by
-// device and every copy as its own vertex between the producer and the reader.
+// arenas with their lower bounds, and the diagnostics; devices are named as the program declared
+// them, with the device they run on when the device map sent them elsewhere ("cuda:0 (as sim:0)").
+//
+// The DOT graph draws nodes as boxes coloured by device, method inputs (invhouse), constants
+// (note) and states' initial data (cylinder) from the program, every copy as its own vertex (cds,
+// pale yellow once at load, pink per call) between the producer and the reader, and method
+// outputs (house); red edges go from a copy's source to the copy, black ones to the node or
+// output that reads a value. A legend cluster explains every colour, shape and edge style the
+// graph uses, and only those.
+//
+// Thread safety: reads the method's plan only. Allocates (the returned text).
 #ifndef FERRY_RUNTIME_PLAN_PRINTER_H_
 #define FERRY_RUNTIME_PLAN_PRINTER_H_
 

@@ -51,8 +51,8 @@ void AddDecoderMethod(ProgramBuilder& builder, std::optional<std::string> device
   ValueId x = m.Input("x", DType::kFloat32, {1, kModel});
   ValueId pos = m.Input("pos", DType::kInt64, {1});
   ValueId mask = m.Input("mask", DType::kFloat32, {1, kSeq});
-  ValueId norm1 = m.ConstantF32("norm1", {kModel}, w.norm1);
-  ValueId norm2 = m.ConstantF32("norm2", {kModel}, w.norm2);
+  ValueId norm1_weight = m.ConstantF32("norm1_weight", {kModel}, w.norm1);
+  ValueId norm2_weight = m.ConstantF32("norm2_weight", {kModel}, w.norm2);
   ValueId wq = m.ConstantF32("wq", {kModel, kModel}, w.wq);
   ValueId wk = m.ConstantF32("wk", {kModel, kModel}, w.wk);
   ValueId wv = m.ConstantF32("wv", {kModel, kModel}, w.wv);
@@ -63,7 +63,7 @@ void AddDecoderMethod(ProgramBuilder& builder, std::optional<std::string> device
   ValueId k_cache = m.StateF32("k_cache", {kSeq, kModel}, std::vector<float>(kSeq * kModel, 0.0f));
   ValueId v_cache = m.StateF32("v_cache", {kSeq, kModel}, std::vector<float>(kSeq * kModel, 0.0f));
 
-  ValueId h = m.Op("rms_norm", {x, norm1, m.Double(kEps)}, "norm1");
+  ValueId h = m.Op("rms_norm", {x, norm1_weight, m.Double(kEps)}, "norm1");
 
   auto attention = [](MethodBuilder& g, absl::Span<const ValueId> in) {
     ValueId h = in[0], wq = in[1], wk = in[2], wv = in[3], wo = in[4];
@@ -79,7 +79,7 @@ void AddDecoderMethod(ProgramBuilder& builder, std::optional<std::string> device
                                   g.IntList({1, 2, 0})});
     ValueId scores = g.Op("matmul", {qh, kh}, "scores");
     scores = g.Op("mul", {scores, g.Double(1.0 / std::sqrt(static_cast<double>(kHeadDim)))});
-    scores = g.Op("add", {scores, mask}, "mask");
+    scores = g.Op("add", {scores, mask}, "masked");
     ValueId probs = g.Op("softmax", {scores, g.Int(-1)});
     ValueId vh = g.Op("transpose", {g.Op("view", {vc, g.IntList({kSeq, kHeads, kHeadDim})}),
                                     g.Int(0), g.Int(1)});
@@ -98,7 +98,7 @@ void AddDecoderMethod(ProgramBuilder& builder, std::optional<std::string> device
     attn = attention(m, attn_args)[0];
   }
   ValueId a = m.Op("add", {x, attn}, "residual1");
-  ValueId h2 = m.Op("rms_norm", {a, norm2, m.Double(kEps)}, "norm2");
+  ValueId h2 = m.Op("rms_norm", {a, norm2_weight, m.Double(kEps)}, "norm2");
   ValueId gate = m.Op("silu", {m.Op("linear", {h2, w1}, "w1_proj")});
   ValueId up = m.Op("linear", {h2, w3}, "w3_proj");
   ValueId ff = m.Op("linear", {m.Op("mul", {gate, up}), w2}, "w2_proj");

@@ -36,6 +36,12 @@ bool Aligned8(const flatbuffers::Vector<int64_t>* v) {
 // arg_dim_orders/DimOrder); the margin tolerates future fields, the bound stops hostile nesting.
 constexpr flatbuffers::uoffset_t kMaxDepth = 32;
 
+// Why a binary from stock flatc is refused, and what to do instead.
+constexpr char kFlatcAdvice[] =
+    "A binary made by stock `flatc -b` is refused: flatc does not place data at multiples of 64 "
+    "bytes (its force_align stops at 32). Load the JSON form instead (`ferry plan program.json`, "
+    "or Program::Load on the .json file); Ferry re-packs it aligned";
+
 absl::string_view View(const flatbuffers::String* s) {
   return s == nullptr ? absl::string_view() : absl::string_view(s->c_str(), s->size());
 }
@@ -266,10 +272,13 @@ class MethodVerifier {
     if (options_.check_alignment && size > 0) {
       const size_t offset = static_cast<size_t>(data->data() - bytes_.data());
       if (offset % kSegmentAlignment != 0) {
-        return Error(
-            ValueLabel(v, val),
-            absl::StrCat(what, " data is at byte ", offset,
-                         " of the program, which is not a multiple of ", kSegmentAlignment));
+        return Error(ValueLabel(v, val),
+                     absl::StrCat(what, " data is at byte ", offset,
+                                  " of the program, which is not a multiple of ",
+                                  kSegmentAlignment,
+                                  ". Ferry's writer aligns constant and state data so that it "
+                                  "can be used in place. ",
+                                  kFlatcAdvice));
       }
     }
     return absl::OkStatus();
@@ -474,17 +483,29 @@ absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> byte
     return absl::InvalidArgumentError(
         absl::StrCat("the program is ", bytes.size(), " bytes; the format holds less than 2 GiB"));
   }
-  if (options.check_alignment && bytes.size() % kSegmentAlignment != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the program is ", bytes.size(), " bytes, not a multiple of ", kSegmentAlignment,
-        ": it is truncated, or was not written by Ferry (load its JSON form instead)"));
-  }
   // A table takes at least 4 bytes, so a program without shared tables has fewer than size / 4;
   // the bound keeps the verifier's work linear in the size even for hostile sharing.
   const auto max_tables =
       static_cast<flatbuffers::uoffset_t>(std::max<size_t>(bytes.size() / 4, size_t{1} << 16));
-  flatbuffers::Verifier verifier(bytes.data(), bytes.size(), kMaxDepth, max_tables);
-  if (!fbs::VerifyProgramBuffer(verifier)) {
+  auto well_formed = [&] {
+    flatbuffers::Verifier verifier(bytes.data(), bytes.size(), kMaxDepth, max_tables);
+    return fbs::VerifyProgramBuffer(verifier);
+  };
+  if (options.check_alignment && bytes.size() % kSegmentAlignment != 0) {
+    // Ferry's writer pads every program to a multiple of 64. A size that is not, in a buffer
+    // that is otherwise well formed, is the mark of another writer: stock `flatc -b`.
+    if (!well_formed()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the program is ", bytes.size(), " bytes, not a multiple of ", kSegmentAlignment,
+          ", and the FlatBuffers verifier rejects it: it is truncated or damaged"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the program is ", bytes.size(), " bytes, not a multiple of ", kSegmentAlignment,
+        ", so it is not a program as Ferry's writer leaves it (it was written by another tool, "
+        "or cut short or extended). ",
+        kFlatcAdvice));
+  }
+  if (!well_formed()) {
     return absl::InvalidArgumentError(
         "the program is malformed: the FlatBuffers verifier rejected it (an offset or length "
         "points outside the buffer, or the nesting is too deep)");

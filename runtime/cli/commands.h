@@ -1,5 +1,15 @@
-// The commands behind the `ferry` binary, as a library so tests can run them and read their
-// output.
+// The `ferry` command line, as a library so tests can parse arguments, run commands and read
+// their output.
+//
+//   ferry::cli::Options options;
+//   options.program = "build/bench/decoder_block.ferry";  // used when argv names no PROGRAM
+//   if (int code = ParseArgs(argc, argv, &options, stdout, stderr); code >= 0) return code;
+//   return RunCommand(options, stdout, stderr);
+//
+// Exit codes (the same for the binary): kExitOk, kExitError when loading or running fails (the
+// status message is printed), kExitUsage for a command line that does not parse.
+//
+// Thread safety: the functions share no state; each writes only to the streams it is given.
 #ifndef FERRY_RUNTIME_CLI_COMMANDS_H_
 #define FERRY_RUNTIME_CLI_COMMANDS_H_
 
@@ -11,6 +21,10 @@
 #include "ferry/runtime/runtime.h"
 
 namespace ferry::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
 
 struct Options {
   std::string command;  // "plan", "run" or "bench"
@@ -25,8 +39,20 @@ struct Options {
   std::map<std::string, std::vector<double>> inputs;  // given input values by name
 };
 
+// `ferry <version>`, the project's version.
+const char* Version();
+
+// Parses `argv` (argv[0] is the binary's name) into `options`. On entry `options->program` is the
+// program used when the command line names none (empty: PROGRAM is required). Returns -1 when
+// the command is to run, with every field of `options` set (calls resolved to the command's
+// default); otherwise the exit code, after printing: kExitOk for help (`--help`, `-h`, `help`,
+// `help COMMAND`, `COMMAND --help`) or `--version`, written to `out`; kExitUsage for an unknown
+// command or option, an option that does not apply to the command, or a bad option value, with a
+// message naming it written to `err`.
+int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* out, std::FILE* err);
+
 // Runs one command, writing results to `out` and errors to `err`. Returns the process exit code:
-// 0 on success, 1 when loading or running fails.
+// kExitOk on success, kExitError when loading or running fails.
 int RunCommand(const Options& options, std::FILE* out, std::FILE* err);
 
 }  // namespace ferry::cli

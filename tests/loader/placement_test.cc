@@ -303,5 +303,66 @@ TEST(PlacementTest, LifetimesCoverEveryRead) {
   EXPECT_EQ(out.last_step, 5);  // outputs live to the end of the call
 }
 
+// Diagnostics about names (not placement), as written by NameDiagnostics.
+std::vector<Diagnostic> NameWarnings(const PlacementPlan& plan) {
+  std::vector<Diagnostic> out;
+  for (const Diagnostic& d : plan.diagnostics) {
+    if (d.message.find("share a name") != std::string::npos) out.push_back(d);
+  }
+  return out;
+}
+
+TEST(PlacementTest, ValuesSharingANameWarnOncePerName) {
+  GraphSketch g;
+  ValueId x = g.Input("x");
+  ValueId norm1 = g.Constant("norm1");
+  ValueId h = g.Delegate("norm1", std::nullopt, {x, norm1})[0];  // result named "norm1" too
+  ValueId t1 = g.Delegate("t", std::nullopt, {h})[0];
+  ValueId t2 = g.Delegate("t", std::nullopt, {t1})[0];
+  ValueId t3 = g.Delegate("t", std::nullopt, {t2})[0];
+  g.Output(t3);
+  PlacementInput in = g.Build();
+  ASSERT_OK_AND_ASSIGN(PlacementPlan plan, PlaceMethod(in, SimOptions()));
+  ASSERT_EQ(plan.diagnostics.size(), 2u);
+  EXPECT_EQ(plan.diagnostics[0].severity, Diagnostic::Severity::kWarning);
+  EXPECT_EQ(plan.diagnostics[0].message,
+            "method \"forward\": values 1 (\"norm1\", constant) and 2 (\"norm1\", intermediate) "
+            "share a name; copies and diagnostics that name it are ambiguous");
+  EXPECT_THAT(plan.diagnostics[0].values, ElementsAre(norm1, h));
+  EXPECT_EQ(plan.diagnostics[1].message,
+            "method \"forward\": values 3 (\"t\", intermediate), 4 (\"t\", intermediate) and 5 "
+            "(\"t\", intermediate) share a name; copies and diagnostics that name it are "
+            "ambiguous");
+  EXPECT_THAT(plan.diagnostics[1].values, ElementsAre(t1, t2, t3));
+}
+
+TEST(PlacementTest, ManyValuesSharingANameAreCountedNotAllListed) {
+  GraphSketch g;
+  ValueId v = g.Input("x");
+  std::vector<ValueId> relus;
+  for (int i = 0; i < 10; ++i) relus.push_back(v = g.Host("relu", {v}));
+  g.Output(v);
+  PlacementInput in = g.Build();
+  ASSERT_OK_AND_ASSIGN(PlacementPlan plan, PlaceMethod(in, SimOptions()));
+  const std::vector<Diagnostic> warnings = NameWarnings(plan);
+  ASSERT_EQ(warnings.size(), 1u);
+  const Diagnostic& d = warnings[0];
+  EXPECT_EQ(d.message,
+            "method \"forward\": values 1 (\"relu\", intermediate), 2 (\"relu\", intermediate), 3 "
+            "(\"relu\", intermediate) and 7 more share a name; copies and diagnostics that name it "
+            "are ambiguous");
+  EXPECT_EQ(d.values, relus);
+}
+
+TEST(PlacementTest, UniqueNamesGiveNoNameWarning) {
+  GraphSketch g;
+  ValueId x = g.Input("x");
+  ValueId w = g.Constant("norm1_weight");
+  g.Output(g.Delegate("norm1", "cuda:0", {x, w})[0]);
+  PlacementInput in = g.Build();
+  ASSERT_OK_AND_ASSIGN(PlacementPlan plan, PlaceMethod(in, SimOptions()));
+  EXPECT_TRUE(NameWarnings(plan).empty()) << FormatDiagnostics(plan.diagnostics);
+}
+
 }  // namespace
 }  // namespace ferry

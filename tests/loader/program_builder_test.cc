@@ -56,6 +56,29 @@ class ProgramBuilderTest : public ::testing::Test {
   std::unique_ptr<Program> program_;
 };
 
+TEST_F(ProgramBuilderTest, DefaultNodeNamesNeverRepeatAValueName) {
+  ProgramBuilder pb(&ops_);
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId a = m.Input("a", DType::kFloat32, {2, 2});
+  ValueId taken = m.Input("relu_1", DType::kFloat32, {2, 2});  // a name the builder must skip
+  ValueId r0 = m.Op("relu", {a});
+  ValueId r1 = m.Op("relu", {r0});
+  ValueId r2 = m.Op("relu", {r1});
+  ValueId named = m.Op("relu", {r2}, "relu");  // an explicit name is kept, even a taken one
+  ValueId s = m.Op("add", {named, taken});
+  m.Output(s);
+  const MethodDef* def = Load(pb);
+  ASSERT_NE(def, nullptr);
+  EXPECT_EQ(def->values[r0].name, "relu");
+  EXPECT_EQ(def->values[r1].name, "relu_2");
+  EXPECT_EQ(def->values[r2].name, "relu_3");
+  EXPECT_EQ(def->values[named].name, "relu");
+  EXPECT_EQ(def->values[s].name, "add");
+  // Nodes carry the name of their results.
+  EXPECT_EQ(def->nodes[1].name, "relu_2");
+  EXPECT_EQ(def->nodes[1].op, "relu");
+}
+
 TEST_F(ProgramBuilderTest, ValuesOfEveryKindRoundTrip) {
   ProgramBuilder pb(&ops_);
   MethodBuilder& m = pb.AddMethod("forward");

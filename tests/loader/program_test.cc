@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -209,6 +210,30 @@ TEST_F(ProgramTest, LoadParsesJsonFiles) {
   ASSERT_OK_AND_ASSIGN(const MethodDef* a, loaded->method("forward"));
   ASSERT_OK_AND_ASSIGN(const MethodDef* b, expected->method("forward"));
   EXPECT_TRUE(SameMethod(*a, *b));
+}
+
+// Stock `flatc -b` on the JSON form writes a binary that does not align constant data. Ferry
+// refuses it, and the message says why and what to load instead (README, "Program files").
+TEST_F(ProgramTest, FlatcBinaryIsRefusedWithTheReasonAndTheJsonAlternative) {
+  const std::string flatc = FERRY_FLATC;
+  if (flatc.empty() || access(flatc.c_str(), X_OK) != 0) GTEST_SKIP() << "flatc not found";
+  ASSERT_OK_AND_ASSIGN(std::string json, Program::ToJson(SampleProgram()));
+  const std::string dir = TempPath("flatc_" + std::to_string(getpid()));
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  const std::string json_path = dir + "/sample.json";
+  WriteText(json_path, json);
+  const std::string command = flatc + " -b -o " + dir + " " + FERRY_SCHEMA_PATH + " " + json_path;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const std::string binary_path = dir + "/sample.ferry";  // the schema's file_extension
+  absl::StatusOr<std::unique_ptr<Program>> binary = Program::Load(binary_path);
+  EXPECT_THAT(binary, StatusIs(absl::StatusCode::kInvalidArgument,
+                               AllOf(HasSubstr("not a multiple of 64"),
+                                     HasSubstr("A binary made by stock `flatc -b` is refused"),
+                                     HasSubstr("Load the JSON form instead"))));
+  EXPECT_OK(Program::Load(json_path).status());  // what the message says to do
+  std::remove(binary_path.c_str());
+  std::remove(json_path.c_str());
+  rmdir(dir.c_str());
 }
 
 // A program written by hand in the JSON form, read field by field: pins the schema's names.

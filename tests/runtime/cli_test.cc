@@ -1,5 +1,5 @@
-// The `ferry` commands on the example program: plan (text and DOT), run, bench (table and JSON),
-// and errors for bad input.
+// The `ferry` command line (help, version, usage errors) and its commands on the example program:
+// plan (text and DOT), run, bench (table and JSON), and errors for bad input.
 #include <unistd.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "bench/example/decoder_block.h"
 #include "gmock/gmock.h"
@@ -48,6 +49,175 @@ Result RunCli(Options options) {
   std::fclose(out);
   std::fclose(err);
   return r;
+}
+
+// ParseArgs on `ferry <args>`, with `default_program` as the program used when none is named.
+struct Parsed {
+  int code;
+  Options options;
+  std::string out, err;
+};
+
+Parsed Parse(std::vector<const char*> args, const std::string& default_program = "p.ferry") {
+  args.insert(args.begin(), "ferry");
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  Parsed p;
+  p.options.program = default_program;
+  p.code = ParseArgs(static_cast<int>(args.size()), args.data(), &p.options, out, err);
+  p.out = ReadAll(out);
+  p.err = ReadAll(err);
+  std::fclose(out);
+  std::fclose(err);
+  return p;
+}
+
+TEST(ParseArgsTest, HelpGoesToStdoutAndExitsZero) {
+  for (const char* help : {"--help", "-h", "help"}) {
+    Parsed p = Parse({help});
+    EXPECT_EQ(p.code, 0) << help;
+    EXPECT_THAT(p.out, HasSubstr("usage: ferry <plan|run|bench>")) << help;
+    EXPECT_THAT(p.out, HasSubstr("exit status: 0 ok, 1 load or run error, 2 usage error")) << help;
+    EXPECT_EQ(p.err, "") << help;
+  }
+}
+
+TEST(ParseArgsTest, NoArgumentsIsAUsageErrorWithTheUsageOnStderr) {
+  Parsed p = Parse({});
+  EXPECT_EQ(p.code, 2);
+  EXPECT_EQ(p.out, "");
+  EXPECT_THAT(p.err, HasSubstr("usage: ferry"));
+}
+
+TEST(ParseArgsTest, CommandHelpSaysWhatItDoesItsOptionsAndAnExample) {
+  struct Case {
+    const char* command;
+    std::vector<const char*> own, foreign;
+  };
+  const Case cases[] = {
+      {"plan", {"--dot"}, {"--json", "--input", "--calls", "--warmup"}},
+      {"run", {"--calls", "--input"}, {"--dot", "--json", "--warmup"}},
+      {"bench", {"--calls", "--warmup", "--json"}, {"--dot", "--input"}},
+  };
+  for (const Case& c : cases) {
+    for (std::vector<const char*> args :
+         {std::vector<const char*>{c.command, "--help"}, std::vector<const char*>{c.command, "-h"},
+          std::vector<const char*>{"help", c.command}}) {
+      Parsed p = Parse(args);
+      const std::string what = std::string(args[0]) + " " + args[1];
+      EXPECT_EQ(p.code, 0) << what;
+      EXPECT_EQ(p.err, "") << what;
+      EXPECT_THAT(p.out, HasSubstr(std::string("usage: ferry ") + c.command + " [PROGRAM]"))
+          << what;
+      EXPECT_THAT(p.out, HasSubstr(std::string("example:\n  ferry ") + c.command)) << what;
+      for (const char* option : c.own) EXPECT_THAT(p.out, HasSubstr(option)) << what;
+      for (const char* option : c.foreign) EXPECT_THAT(p.out, Not(HasSubstr(option))) << what;
+      EXPECT_THAT(p.out, HasSubstr("--method NAME")) << what;  // shared options too
+    }
+  }
+}
+
+TEST(ParseArgsTest, VersionIsTheProjectVersion) {
+  Parsed p = Parse({"--version"});
+  EXPECT_EQ(p.code, 0);
+  EXPECT_EQ(p.out, std::string("ferry ") + Version() + "\n");
+  EXPECT_EQ(p.out, "ferry 0.1.0\n");
+}
+
+TEST(ParseArgsTest, UnknownCommandListsTheCommands) {
+  Parsed p = Parse({"plot"});
+  EXPECT_EQ(p.code, 2);
+  EXPECT_EQ(p.out, "");
+  EXPECT_THAT(p.err, HasSubstr("unknown command \"plot\"; the commands are plan, run and bench"));
+  EXPECT_EQ(Parse({"help", "plot"}).code, 2);
+}
+
+TEST(ParseArgsTest, UnknownOptionIsAUsageError) {
+  Parsed p = Parse({"run", "--fast"});
+  EXPECT_EQ(p.code, 2);
+  EXPECT_THAT(p.err, HasSubstr("unknown option \"--fast\""));
+  EXPECT_THAT(p.err, HasSubstr("usage: ferry run"));
+}
+
+TEST(ParseArgsTest, OptionsThatDoNotApplyToTheCommandAreUsageErrorsNamingBoth) {
+  const std::vector<std::vector<const char*>> cases = {
+      {"run", "--dot"},         {"bench", "--dot"},         {"plan", "--json"},
+      {"run", "--json"},        {"plan", "--input", "x=1"}, {"bench", "--input", "x=1"},
+      {"plan", "--calls", "3"}, {"plan", "--warmup", "3"},  {"run", "--warmup", "3"},
+  };
+  for (const std::vector<const char*>& args : cases) {
+    Parsed p = Parse(args);
+    const std::string what = std::string(args[0]) + " " + args[1];
+    EXPECT_EQ(p.code, 2) << what;
+    EXPECT_THAT(p.err, HasSubstr(std::string(args[1]) + " does not apply to " + args[0])) << what;
+  }
+  EXPECT_THAT(Parse({"plan", "--calls", "3"}).err, HasSubstr("only to run and bench"));
+}
+
+TEST(ParseArgsTest, CallsMustBeAPositiveInt) {
+  for (const char* bad : {"0", "-1", "x", "2.5", "", "99999999999", "2147483648"}) {
+    for (const char* command : {"run", "bench"}) {
+      Parsed p = Parse({command, "--calls", bad});
+      EXPECT_EQ(p.code, 2) << command << " --calls " << bad;
+      EXPECT_THAT(p.err, HasSubstr("--calls needs a positive integer")) << bad;
+    }
+  }
+  EXPECT_EQ(Parse({"run", "--calls"}).code, 2);
+  Parsed p = Parse({"bench", "--calls", "2147483647", "--warmup", "0"});
+  EXPECT_EQ(p.code, -1) << p.err;
+  EXPECT_EQ(p.options.calls, 2147483647);
+  EXPECT_EQ(p.options.warmup, 0);
+  EXPECT_EQ(Parse({"bench", "--warmup", "-1"}).code, 2);
+}
+
+TEST(ParseArgsTest, FillsTheOptions) {
+  Parsed p = Parse({"run", "prog.ferry", "--method", "step", "--skip-h2d", "--skip-d2h", "--strict",
+                    "--no-guard", "--calls", "3", "--input", "pos=1,2"});
+  ASSERT_EQ(p.code, -1) << p.err;
+  const Options& o = p.options;
+  EXPECT_EQ(o.command, "run");
+  EXPECT_EQ(o.program, "prog.ferry");
+  EXPECT_EQ(o.method, "step");
+  EXPECT_TRUE(o.load.skip_h2d_for_method_inputs);
+  EXPECT_TRUE(o.load.skip_d2h_for_method_outputs);
+  EXPECT_TRUE(o.load.error_on_per_call_copies);
+  EXPECT_FALSE(o.runtime.sim_guard);
+  EXPECT_EQ(o.calls, 3);
+  EXPECT_EQ(o.inputs.at("pos"), (std::vector<double>{1, 2}));
+  EXPECT_EQ(p.out, "");
+  EXPECT_EQ(p.err, "");
+
+  // Defaults: the given default program, and each command's number of calls.
+  p = Parse({"bench", "--json"});
+  ASSERT_EQ(p.code, -1) << p.err;
+  EXPECT_EQ(p.options.program, "p.ferry");
+  EXPECT_EQ(p.options.calls, 1000);
+  EXPECT_TRUE(p.options.json);
+  EXPECT_EQ(Parse({"run"}).options.calls, 1);
+  p = Parse({"plan", "--dot"});
+  ASSERT_EQ(p.code, -1) << p.err;
+  EXPECT_TRUE(p.options.dot);
+}
+
+TEST(ParseArgsTest, ArgumentErrorsAreUsageErrors) {
+  struct Case {
+    std::vector<const char*> args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"run", "a.ferry", "b.ferry"}, "unexpected argument \"b.ferry\""},
+      {{"run", "--input", "pos"}, "--input expects NAME=V,V"},
+      {{"run", "--input", "pos=1,a"}, "\"a\" is not a number"},
+      {{"run", "--method"}, "--method needs a value"},
+  };
+  for (const Case& c : cases) {
+    Parsed p = Parse(c.args);
+    EXPECT_EQ(p.code, 2) << c.message;
+    EXPECT_THAT(p.err, HasSubstr(c.message));
+  }
+  Parsed p = Parse({"plan"}, "");  // no PROGRAM, and no example built in
+  EXPECT_EQ(p.code, 2);
+  EXPECT_THAT(p.err, HasSubstr("no PROGRAM given"));
 }
 
 std::string TempPath(const std::string& name) {
@@ -99,6 +269,8 @@ TEST_F(CliTest, PlanDotRendersWithGraphviz) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("digraph"));
   EXPECT_THAT(r.out, HasSubstr("shape=cds"));  // copies are their own vertices
+  EXPECT_THAT(r.out, HasSubstr("subgraph cluster_legend"));
+  EXPECT_THAT(r.out, HasSubstr("label=\"node on cuda:0 (as sim:0)\""));  // as declared, and where
   if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "Graphviz dot not found";
   std::string dot_path = TempPath("cli_plan.dot");
   std::ofstream(dot_path) << r.out;

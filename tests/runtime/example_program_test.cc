@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,22 @@ TEST_P(ExampleProgramTest, ConsecutiveCallsMatchTheReference) {
     for (int64_t i = 0; i < kModel; ++i) {
       EXPECT_NEAR(out.data_as<float>()[i], expected[i], 1e-4) << "step " << step << " i " << i;
     }
+  }
+}
+
+// "per call h2d norm1" must name one value: the example's names are unique, and the loader has
+// nothing to warn about them.
+TEST_P(ExampleProgramTest, ValueNamesAreUnique) {
+  ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, BuildDecoderProgram(GetParam()));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(bytes));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::set<std::string> names;
+  for (const ValueDef& v : method->def().values) {
+    EXPECT_TRUE(names.insert(v.name).second) << "\"" << v.name << "\" names two values";
+  }
+  for (const Diagnostic& d : method->plan().placement.diagnostics) {
+    EXPECT_THAT(d.message, ::testing::Not(::testing::HasSubstr("share a name")));
   }
 }
 
