@@ -39,6 +39,23 @@ void GraphDelegate(ProgramBuilder& pb) {
   m.Output(m.Op("sigmoid", {d}));
 }
 
+// A graph delegate without a target device, so on the host, with two results: its memory is
+// heap memory that ASan watches (sim device memory is page-rounded mappings, where a small overrun
+// goes unseen).
+void HostDelegate(ProgramBuilder& pb) {
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {2, 3});
+  ValueId w = m.ConstantF32("w", {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1});
+  ValueId norm = m.ConstantF32("norm", {3}, {1, 2, 3});
+  std::vector<ValueId> r = m.GraphDelegate(
+      std::nullopt, {x, w, norm}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
+        return std::vector<ValueId>{g.Op("gelu", {g.Op("linear", {in[0], in[1]})}),
+                                    g.Op("rms_norm", {in[0], in[2], g.Double(1e-5)})};
+      });
+  m.Output(m.Op("add", {r[0], r[0]}));
+  m.Output(r[1]);
+}
+
 // Constants only, of both dtypes, one in a transposed dim order; no inputs.
 void Constants(ProgramBuilder& pb) {
   MethodBuilder& m = pb.AddMethod("forward");
@@ -111,6 +128,7 @@ absl::StatusOr<std::vector<SeedProgram>> BuildSeedPrograms() {
   std::vector<SeedProgram> seeds;
   FERRY_RETURN_IF_ERROR(Add(seeds, "host_chain", HostChain));
   FERRY_RETURN_IF_ERROR(Add(seeds, "graph_delegate", GraphDelegate));
+  FERRY_RETURN_IF_ERROR(Add(seeds, "host_delegate", HostDelegate));
   FERRY_RETURN_IF_ERROR(Add(seeds, "constants", Constants));
   FERRY_RETURN_IF_ERROR(Add(seeds, "state_index_put", StateIndexPut));
   FERRY_RETURN_IF_ERROR(Add(seeds, "views", Views));
