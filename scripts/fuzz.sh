@@ -69,6 +69,9 @@ for target in "${targets[@]}"; do
                  "${ft:--}" "$corpus_files" "$crashes")")
   if [ "$crashes" -gt 0 ]; then
     while read -r file; do found+=("$fuzz_dir/$target $file"); done <<< "$new_artifacts"
+    if ! grep -q ' INITED ' "$log"; then
+      echo "   crashed on a seed or corpus input, before any mutation"
+    fi
     grep -E '^SUMMARY: |ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:' "$log" |
       head -3 | sed 's/^/   /'
   elif [ "$rc" -ne 0 ]; then
