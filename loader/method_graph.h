@@ -21,6 +21,8 @@
 
 namespace ferry {
 
+class ProgramMapping;  // loader/program_mapping.h
+
 using ValueId = int32_t;
 
 enum class ValueKind : uint8_t {
@@ -81,10 +83,10 @@ struct MethodDef {
   std::vector<NodeDef> nodes;       // in execution order
   std::vector<ValueId> inputs;      // the kInput values, in call order
   std::vector<ValueId> outputs;     // returned values, in order (tensors)
-  // Whether constant and state data lie in a read-only mapping of the program's file. Then the
-  // loader may drop the pages it has copied from the process (the file still holds them), which
-  // keeps host memory bounded while large constants are copied to a device.
-  bool data_in_mapped_file = false;
+  // The read-only mapping of the program's file that constant and state data lie in; nullptr
+  // when the program is in memory. Loading gives it page hints (loader/program_mapping.h) so that
+  // host memory stays bounded while large constants are copied to a device.
+  const ProgramMapping* mapping = nullptr;
 };
 
 }  // namespace ferry

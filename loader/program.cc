@@ -1,7 +1,6 @@
 #include "ferry/loader/program.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include "flatbuffers/idl.h"
 #include "ferry/loader/internal/serialize.h"
 #include "ferry/loader/internal/verify.h"
+#include "ferry/loader/program_mapping.h"
 #include "ferry/memory/status_macros.h"
 
 namespace ferry {
@@ -113,12 +113,8 @@ absl::Status MakeParser(flatbuffers::Parser& parser) {
 struct Program::Storage {
   const uint8_t* data = nullptr;
   size_t size = 0;
-  void* mapping = nullptr;  // munmap'ed on destruction when set
+  std::unique_ptr<ProgramMapping> mapping;  // the file's mapping, when mapped
   AlignedBytes owned;
-
-  ~Storage() {
-    if (mapping != nullptr) ::munmap(mapping, size);
-  }
 };
 
 Program::Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods)
@@ -131,7 +127,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage
       const fbs::Program* root,
       internal::VerifyProgram(absl::MakeConstSpan(storage->data, storage->size), {}));
   std::vector<MethodDef> methods = internal::BuildMethodDefs(*root);
-  for (MethodDef& m : methods) m.data_in_mapped_file = storage->mapping != nullptr;
+  for (MethodDef& m : methods) m.mapping = storage->mapping.get();
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(methods)));
 }
 
@@ -166,12 +162,9 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path) 
   storage->size = size;
   // Small programs are read: a copy costs little and makes the program independent of the file
   // from then on. Large ones are mapped, so that their constants are never all resident at once.
-  void* mapping = size < kProgramMapThresholdBytes
-                      ? MAP_FAILED
-                      : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (mapping != MAP_FAILED) {
-    storage->mapping = mapping;
-    storage->data = static_cast<const uint8_t*>(mapping);
+  if (size >= kProgramMapThresholdBytes) storage->mapping = ProgramMapping::Map(fd, size);
+  if (storage->mapping != nullptr) {
+    storage->data = storage->mapping->data();
   } else {
     // Small programs, and files that cannot be mapped.
     FERRY_ASSIGN_OR_RETURN(storage->owned, AllocateAligned(size));

@@ -485,7 +485,7 @@ absl::Status MethodLoader::BudgetError(const DeviceMemory& dm, size_t need, size
                                  FormatBytes(largest[i].first)));
   }
   const std::string where =
-      host_memory ? "host memory (the host and the sim devices together)"
+      host_memory ? "host memory (the host and the devices whose memory is host memory, together)"
                   : DeviceLabel(dm.device, popt_.device_map);
   std::string parts;
   if (!host_memory) {
@@ -631,7 +631,7 @@ absl::Status MethodLoader::Materialize() {
   // Program data that calls read on the host too (a constant some host op reads in place) keeps
   // its pages, so that no call faults them back in; the rest may be dropped once copied.
   std::vector<bool> read_per_call;
-  if (m_.data_in_mapped_file && !p.load_copies.empty()) {
+  if (m_.mapping != nullptr && !p.load_copies.empty()) {
     read_per_call.assign(p.buffers.size(), false);
     auto mark = [&](int32_t b) {
       while (b >= 0 && p.buffers[b].kind == BufferKind::kAlias) b = p.buffers[b].alias_of;
@@ -647,9 +647,9 @@ absl::Status MethodLoader::Materialize() {
   }
   for (int32_t i : p.load_copies) {
     const int32_t src = p.copies[i].src_buffer;
-    const bool droppable = m_.data_in_mapped_file &&
+    const bool droppable = m_.mapping != nullptr &&
                            p.buffers[src].kind == BufferKind::kProgramData && !read_per_call[src];
-    absl::Status s = RunLoadCopy(impl_.copies_[i], droppable);
+    absl::Status s = RunLoadCopy(impl_.copies_[i], droppable ? m_.mapping : nullptr);
     if (!s.ok()) {
       return absl::Status(s.code(), absl::StrCat(mctx_, ": load-time copy ", i, " (",
                                                  p.copies[i].reason, "): ", s.message()));

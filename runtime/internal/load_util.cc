@@ -1,14 +1,12 @@
 #include "ferry/runtime/internal/load_util.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ferry/loader/program_mapping.h"
 #include "ferry/memory/status_macros.h"
 
 namespace ferry {
@@ -19,40 +17,23 @@ namespace {
 // resident in the process stay bounded however large a constant is.
 constexpr size_t kLoadChunkBytes = size_t{16} << 20;
 
-// madvise over the whole pages inside [data, data + bytes); a hint, never an error.
-void AdvisePages(const void* data, size_t bytes, int advice) {
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, advice);
-}
-
-// Maps the source pages of a piece in one call instead of one fault per page.
-void PrefetchPages(const void* data, size_t bytes) {
-#ifdef MADV_POPULATE_READ
-  AdvisePages(data, bytes, MADV_POPULATE_READ);
-#else
-  AdvisePages(data, bytes, MADV_WILLNEED);
-#endif
-}
-
 }  // namespace
 
-absl::Status RunLoadCopy(const CopyExec& c, bool mapped_file) {
+absl::Status RunLoadCopy(const CopyExec& c, const ProgramMapping* mapping) {
   const char* src = static_cast<const char*>(c.src->data);
   char* dst = static_cast<char*>(c.dst->data);
   const bool dense = !c.strided && (c.direction == CopyDirection::kHostToDevice ||
                                     c.direction == CopyDirection::kHostToHost);
   if (!dense || c.bytes <= kLoadChunkBytes) {
-    if (mapped_file) PrefetchPages(src, c.bytes);
+    if (mapping != nullptr) mapping->WillRead(src, c.bytes);
     FERRY_RETURN_IF_ERROR(RunCopy(c));
     FERRY_RETURN_IF_ERROR(c.dst_runtime->Synchronize());
-    if (mapped_file) AdvisePages(src, c.bytes, MADV_DONTNEED);
+    if (mapping != nullptr) mapping->DoneReading(src, c.bytes);
     return absl::OkStatus();
   }
   for (size_t done = 0; done < c.bytes; done += kLoadChunkBytes) {
     const size_t n = std::min(kLoadChunkBytes, c.bytes - done);
-    if (mapped_file) PrefetchPages(src + done, n);
+    if (mapping != nullptr) mapping->WillRead(src + done, n);
     if (c.direction == CopyDirection::kHostToHost) {
       std::memcpy(dst + done, src + done, n);
     } else {
@@ -60,7 +41,7 @@ absl::Status RunLoadCopy(const CopyExec& c, bool mapped_file) {
       // The source must have been read before its pages are dropped.
       FERRY_RETURN_IF_ERROR(c.dst_runtime->Synchronize());
     }
-    if (mapped_file) AdvisePages(src + done, n, MADV_DONTNEED);
+    if (mapping != nullptr) mapping->DoneReading(src + done, n);
   }
   return absl::OkStatus();
 }

@@ -7,18 +7,19 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "ferry/loader/program_mapping.h"
 #include "ferry/memory/device.h"
 #include "ferry/runtime/internal/method_impl.h"
 
 namespace ferry::internal {
 
 // A load-time copy (constant replica or state initial data) from the program's data. Runs in
-// pieces of 16 MiB when the copy is dense: each piece's source pages are mapped ahead of the copy
-// and, when `mapped_file` (the source is a read-only file mapping that no call reads on the host),
-// dropped from the process after it (the file keeps them; dropping never changes what the memory
-// reads). So host memory stays bounded however large a constant is. A copy of more than one
-// piece is issued, and counted by the device, as one copy per piece.
-absl::Status RunLoadCopy(const CopyExec& c, bool mapped_file);
+// pieces of 16 MiB when the copy is dense. With a `mapping` (the source lies in that file
+// mapping and no call reads it on the host), each piece's pages are mapped ahead of the copy and
+// dropped from the process after it (loader/program_mapping.h), so host memory stays bounded
+// however large a constant is. A copy of more than one piece is issued, and counted by the
+// device, as one copy per piece.
+absl::Status RunLoadCopy(const CopyExec& c, const ProgramMapping* mapping);
 
 // The device as the program declared it when the device map sent it elsewhere:
 // "cuda:0 (as sim:0)"; otherwise its own name.

@@ -69,7 +69,7 @@ TEST(ConstantLoadingTest, ProgramInMemoryIsNeverDroppedAndLoadsTwice) {
   // memory for a file mapping.
   const int64_t row = kRows / 3;
   ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(LargeConstantProgram(row)));
-  ASSERT_FALSE((*program->method("forward"))->data_in_mapped_file);
+  ASSERT_EQ((*program->method("forward"))->mapping, nullptr);
   Runtime rt;
   for (int load = 0; load < 2; ++load) {
     ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
@@ -92,7 +92,7 @@ TEST(ConstantLoadingTest, MappedProgramStreamsWithBoundedHostMemory) {
   Runtime rt(options);
   for (int load = 0; load < 2; ++load) {  // the second load reads the pages the first dropped
     ASSERT_OK_AND_ASSIGN(auto program, Program::Load(path));
-    ASSERT_TRUE((*program->method("forward"))->data_in_mapped_file);
+    ASSERT_NE((*program->method("forward"))->mapping, nullptr);
     std::ofstream("/proc/self/clear_refs") << "5";  // resets the peak resident size
     const size_t before = PeakRssKiB();
     ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
