@@ -15,6 +15,7 @@
 #ifndef FERRY_FERRY_H_
 #define FERRY_FERRY_H_
 
+#include "ferry/kernels/device_kernels.h"
 #include "ferry/kernels/op_registry.h"
 #include "ferry/kernels/tensor.h"
 #include "ferry/loader/method_graph.h"
@@ -25,6 +26,7 @@
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_runtime.h"
+#include "ferry/memory/device_type.h"
 #include "ferry/memory/status_macros.h"
 #include "ferry/runtime/backend.h"
 #include "ferry/runtime/method.h"

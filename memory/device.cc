@@ -2,24 +2,20 @@
 
 #include <cctype>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ferry/memory/device_type.h"
 
 namespace ferry {
 
 absl::string_view DeviceTypeName(DeviceType type) {
-  switch (type) {
-    case DeviceType::kHost:
-      return "host";
-    case DeviceType::kSim:
-      return "sim";
-    case DeviceType::kCuda:
-      return "cuda";
-  }
-  return "unknown";
+  const DeviceTypeInfo* info = FindDeviceType(type);
+  return info == nullptr ? absl::string_view("unknown") : absl::string_view(info->name);
 }
 
 std::string Device::ToString() const {
@@ -37,18 +33,21 @@ absl::StatusOr<Device> ParseDevice(absl::string_view text) {
     index_part = absl::string_view(s).substr(colon + 1);
     has_index = true;
   }
-  Device device;
-  if (type_part == "cpu" || type_part == "host") {
-    device.type = DeviceType::kHost;
-  } else if (type_part == "sim") {
-    device.type = DeviceType::kSim;
-  } else if (type_part == "cuda") {
-    device.type = DeviceType::kCuda;
-  } else {
+  const DeviceTypeInfo* info = FindDeviceTypeByName(type_part);
+  if (info == nullptr) {
+    std::vector<std::string> names;
+    for (const DeviceTypeInfo* t : DeviceTypes()) {
+      for (const std::string& alias : t->aliases) names.push_back(absl::StrCat("\"", alias, "\""));
+      names.push_back(absl::StrCat("\"", t->name, "\""));
+    }
+    const std::string last = names.back();
+    names.pop_back();
     return absl::InvalidArgumentError(
-        absl::StrCat("device \"", text, "\" has unknown type \"", type_part,
-                     "\"; valid types are \"cpu\", \"host\", \"sim\" and \"cuda\""));
+        absl::StrCat("device \"", text, "\" has unknown type \"", type_part, "\"; valid types are ",
+                     absl::StrJoin(names, ", "), " and ", last));
   }
+  Device device;
+  device.type = info->type;
   if (has_index) {
     int32_t index = -1;
     bool digits = !index_part.empty();

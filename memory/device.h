@@ -1,7 +1,9 @@
 // Devices: where memory lives and where work runs.
 //
-// A Device is a plain value {type, index}: the host, a simulated device ("sim:N", real host memory
-// in its own guarded mapping, used wherever no GPU is present) or a CUDA device ("cuda:N").
+// A Device is a plain value {type, index}. The built-in types are the host, a simulated device
+// ("sim:N", real host memory in its own guarded mapping, used wherever no GPU is present) and a
+// CUDA device ("cuda:N"); types are plug-ins (memory/device_type.h), and an application can
+// register more.
 //
 //   FERRY_ASSIGN_OR_RETURN(Device d, ParseDevice(" CUDA:1 "));   // {kCuda, 1}
 //   d.ToString();                                                // "cuda:1"
@@ -19,9 +21,11 @@
 
 namespace ferry {
 
+// The built-in types' values. Other values are handed out by RegisterDeviceType
+// (memory/device_type.h): the enum names types, it is not where they are added.
 enum class DeviceType : uint8_t { kHost = 0, kSim = 1, kCuda = 2 };
 
-// "host", "sim", "cuda".
+// The registered type's name ("host", "sim", "cuda"); "unknown" for an unregistered value.
 absl::string_view DeviceTypeName(DeviceType type);
 
 struct Device {
@@ -46,9 +50,10 @@ struct Device {
 };
 
 // Parses a device string per docs/placement.md P2: `type[:index]`, case-insensitive, surrounding
-// spaces ignored, index 0 when absent. "cpu" and "host" both name the host. Returns
-// InvalidArgument naming the string and listing the valid types ("cpu", "host", "sim", "cuda")
-// for an unknown type, and naming the string for a malformed or negative index.
+// spaces ignored, index 0 when absent. `type` is a registered type's name or alias ("cpu" and
+// "host" both name the host). Returns InvalidArgument naming the string and listing the valid
+// names ("cpu", "host", "sim", "cuda" and any registered since) for an unknown type, and naming
+// the string for a malformed or negative index.
 absl::StatusOr<Device> ParseDevice(absl::string_view text);
 
 }  // namespace ferry

@@ -3,25 +3,16 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "ferry/memory/host_device.h"
-#include "ferry/memory/sim_device.h"
+#include "ferry/memory/device_type.h"
 
 namespace ferry {
 
 std::unique_ptr<DeviceRegistry> DeviceRegistry::CreateDefault(
     const DeviceRegistryOptions& options) {
   auto registry = std::make_unique<DeviceRegistry>();
-  // A fresh registry holds no device yet, so these Add() calls cannot fail.
-  registry->Add(std::make_unique<HostDevice>()).IgnoreError();
-  SimDeviceOptions sim_options;
-  sim_options.guard = options.sim_guard;
-  sim_options.capacity_bytes = options.sim_device_bytes;
-  for (int i = 0; i < options.num_sim_devices; ++i) {
-    registry->Add(std::make_unique<SimDevice>(i, sim_options)).IgnoreError();
+  for (const DeviceTypeInfo* type : DeviceTypes()) {
+    if (type->discover) type->discover(*registry, options);
   }
-  if (options.sim_guard) InstallSimGuardFaultHandler();
-  // Device discovery: CUDA is the only kind found at run time.
-  if (options.use_cuda) AddCudaDevices(*registry);
   return registry;
 }
 
@@ -52,9 +43,9 @@ std::vector<Device> DeviceRegistry::devices() const {
   return out;
 }
 
-bool DeviceRegistry::HasCuda() const {
+bool DeviceRegistry::Has(DeviceType type) const {
   for (const auto& [device, runtime] : runtimes_) {
-    if (device.type == DeviceType::kCuda) return true;
+    if (device.type == type) return true;
   }
   return false;
 }

@@ -1,8 +1,8 @@
 // DeviceRegistry: the devices present in a process, owning one DeviceRuntime per device.
 //
-// CreateDefault() makes the host, sim:0..sim:(n-1) and, when Ferry is built with CUDA and a GPU
-// is found, the CUDA devices (through AddCudaDevices, the single place CUDA discovery happens).
-// Other runtimes can be added with Add().
+// CreateDefault() asks every registered device type (memory/device_type.h) to add its present
+// devices: the host, sim:0..sim:(n-1) and, when Ferry is built with CUDA and a GPU is found, the
+// CUDA devices. Other runtimes can be added with Add().
 //
 //   std::unique_ptr<DeviceRegistry> devices = DeviceRegistry::CreateDefault();
 //   DeviceRuntime* sim0 = devices->Find(Device::Sim(0));      // nullptr when absent
@@ -10,7 +10,7 @@
 //
 // Ownership: the registry owns its runtimes; pointers from Find() live as long as the registry.
 // Allocation: creating a sim device allocates no device memory until it is used.
-// Thread safety: fill it (CreateDefault, Add) before sharing; Find(), devices() and HasCuda() may
+// Thread safety: fill it (CreateDefault, Add) before sharing; Find(), devices() and Has() may
 // then be called from any thread.
 #ifndef FERRY_MEMORY_DEVICE_REGISTRY_H_
 #define FERRY_MEMORY_DEVICE_REGISTRY_H_
@@ -43,8 +43,8 @@ class DeviceRegistry {
   DeviceRegistry(const DeviceRegistry&) = delete;
   DeviceRegistry& operator=(const DeviceRegistry&) = delete;
 
-  // Host, sim devices and CUDA devices as `options` say. With sim_guard, also installs the
-  // fault handler that explains guard faults (InstallSimGuardFaultHandler).
+  // The devices every registered type discovers, as `options` say (the host; sim devices, with
+  // the fault handler that explains guard faults when guarded; CUDA devices).
   static std::unique_ptr<DeviceRegistry> CreateDefault(const DeviceRegistryOptions& options = {});
 
   // nullptr when the device is not present.
@@ -56,16 +56,13 @@ class DeviceRegistry {
   std::vector<Device> devices() const;
   // The runtimes of the present devices other than the host, in the same order; no copy.
   const std::vector<DeviceRuntime*>& non_host_runtimes() const { return non_host_; }
-  bool HasCuda() const;
+  // Whether some device of `type` is present.
+  bool Has(DeviceType type) const;
 
  private:
   std::map<Device, std::unique_ptr<DeviceRuntime>> runtimes_;
   std::vector<DeviceRuntime*> non_host_;
 };
-
-// Adds a runtime for every CUDA device found; a no-op without CUDA support, a driver or a GPU.
-// Defined by the CUDA runtime when Ferry is built with CUDA, by memory/no_cuda.cc otherwise.
-void AddCudaDevices(DeviceRegistry& registry);
 
 }  // namespace ferry
 

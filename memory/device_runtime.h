@@ -75,8 +75,9 @@ class DeviceRuntime {
 
   virtual Device device() const = 0;
 
-  // Allocates `bytes` (> 0) aligned to `alignment` (a power of two, at most 4096). The memory is
-  // device memory: for guarded devices, only touchable inside a scope.
+  // Allocates `bytes` (> 0) aligned to `alignment` (a power of two; every device takes up to 256,
+  // the host and sim devices up to 4096). The memory is device memory: for guarded devices, only
+  // touchable inside a scope. InvalidArgument for 0 bytes or an alignment it cannot give.
   virtual absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) = 0;
   // Frees memory from Allocate. nullptr is ignored.
   virtual void Free(void* ptr) = 0;
@@ -121,6 +122,9 @@ class DeviceRuntime {
   // Device scope; see the file comment. Default: nothing to guard.
   virtual void EnterScope() {}
   virtual void ExitScope() {}
+  // Whether host code is kept off this device's memory outside scopes, so that entering and
+  // leaving a scope costs protection changes (a guarded sim device).
+  virtual bool guarded() const { return false; }
 
   // Page-locked host memory that this device copies to and from asynchronously, at full DMA
   // speed (cudaHostAlloc on CUDA). Devices that offer it say so with has_pinned_host_memory();
@@ -139,6 +143,16 @@ class DeviceRuntime {
 
   virtual DeviceCounters counters() const = 0;
   virtual void ResetCounters() = 0;
+
+  // Fault injection, for tests of what fails when a device does. Each returns false, changing
+  // nothing, where the device offers none. Configure before use (not thread-safe with the
+  // calls they affect).
+  //  - InjectAllocationFailures(n): the next `n` allocations succeed and every later one returns
+  //    ResourceExhausted naming the device; -1 stops it.
+  //  - InjectCopyFailure(n): the next `n` copies succeed and the one after returns Internal
+  //    naming the device without writing anything (once; later copies succeed); -1 stops it.
+  virtual bool InjectAllocationFailures(int64_t /*n*/) { return false; }
+  virtual bool InjectCopyFailure(int64_t /*n*/) { return false; }
 };
 
 // Opens a scope on a device for the lifetime of the object.

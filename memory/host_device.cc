@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <limits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ferry/memory/device_registry.h"
+#include "ferry/memory/device_type.h"
 #include "ferry/memory/status_macros.h"
 
 namespace ferry {
@@ -196,18 +199,6 @@ void GatherStrided(void* dst, const void* src, const StridedLayout& layout) {
 
 }  // namespace internal
 
-namespace {
-
-absl::Status CheckHostCopy(const char* what, const void* dst, const void* src, size_t bytes) {
-  if (dst == nullptr || src == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("host: ", what, " copy of ", bytes, " bytes with a null pointer"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 HostDevice::~HostDevice() {
   for (const auto& [start, bytes] : allocations_) std::free(reinterpret_cast<void*>(start));
 }
@@ -267,6 +258,21 @@ void HostDevice::Count(uint64_t DeviceCounters::*copies, uint64_t DeviceCounters
   counters_.*bytes_counter += bytes;
 }
 
+absl::Status HostDevice::CheckCopy(const char* what, const void* dst, const void* src,
+                                   size_t bytes) {
+  if (dst == nullptr || src == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("host: ", what, " copy of ", bytes, " bytes with a null pointer"));
+  }
+  if (copy_failure_after_.load(std::memory_order_relaxed) >= 0) {
+    if (copy_failure_after_.fetch_sub(1, std::memory_order_relaxed) == 0) {
+      copy_failure_after_.store(-1, std::memory_order_relaxed);
+      return absl::InternalError(absl::StrCat("host: ", what, " copy failed (injected fault)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 size_t HostDevice::available_bytes() const { return internal::HostAvailableBytes(); }
 
 bool HostDevice::Owns(const void* ptr, size_t bytes) const {
@@ -281,7 +287,7 @@ bool HostDevice::Owns(const void* ptr, size_t bytes) const {
 
 absl::Status HostDevice::CopyHostToDevice(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  FERRY_RETURN_IF_ERROR(CheckHostCopy("h2d", dst, src, bytes));
+  FERRY_RETURN_IF_ERROR(CheckCopy("h2d", dst, src, bytes));
   std::memmove(dst, src, bytes);
   Count(&DeviceCounters::h2d_copies, &DeviceCounters::h2d_bytes, bytes);
   return absl::OkStatus();
@@ -289,7 +295,7 @@ absl::Status HostDevice::CopyHostToDevice(void* dst, const void* src, size_t byt
 
 absl::Status HostDevice::CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  FERRY_RETURN_IF_ERROR(CheckHostCopy("d2h", dst, src, bytes));
+  FERRY_RETURN_IF_ERROR(CheckCopy("d2h", dst, src, bytes));
   std::memmove(dst, src, bytes);
   Count(&DeviceCounters::d2h_copies, &DeviceCounters::d2h_bytes, bytes);
   return absl::OkStatus();
@@ -297,7 +303,7 @@ absl::Status HostDevice::CopyDeviceToHost(void* dst, const void* src, size_t byt
 
 absl::Status HostDevice::CopyDeviceToDevice(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  FERRY_RETURN_IF_ERROR(CheckHostCopy("d2d", dst, src, bytes));
+  FERRY_RETURN_IF_ERROR(CheckCopy("d2d", dst, src, bytes));
   std::memmove(dst, src, bytes);
   Count(&DeviceCounters::d2d_copies, &DeviceCounters::d2d_bytes, bytes);
   return absl::OkStatus();
@@ -307,7 +313,7 @@ absl::Status HostDevice::CopyHostStridedToDevice(void* dst, const void* src,
                                                  const StridedLayout& layout) {
   FERRY_ASSIGN_OR_RETURN(size_t bytes, internal::DenseBytesOf(layout, "host"));
   if (bytes == 0) return absl::OkStatus();
-  FERRY_RETURN_IF_ERROR(CheckHostCopy("strided h2d", dst, src, bytes));
+  FERRY_RETURN_IF_ERROR(CheckCopy("strided h2d", dst, src, bytes));
   internal::GatherStrided(dst, src, layout);
   Count(&DeviceCounters::h2d_copies, &DeviceCounters::h2d_bytes, bytes);
   return absl::OkStatus();
@@ -336,6 +342,18 @@ void HostDevice::ResetCounters() {
   const uint64_t allocated = counters_.allocated_bytes;
   counters_ = DeviceCounters{};
   counters_.allocated_bytes = allocated;
+}
+
+// The host's plug-in: one device, present everywhere; "cpu" names it too.
+DeviceTypeInfo HostDeviceType() {
+  DeviceTypeInfo info;
+  info.name = "host";
+  info.aliases = {"cpu"};
+  info.host_kernels_run_on_memory = true;
+  info.discover = [](DeviceRegistry& registry, const DeviceRegistryOptions&) {
+    registry.Add(std::make_unique<HostDevice>()).IgnoreError();
+  };
+  return info;
 }
 
 }  // namespace ferry

@@ -10,8 +10,9 @@
 // check ownership, because on the host every pointer is host memory (program data, caller
 // buffers, arenas alike). Copies complete before returning; Synchronize() is a no-op. No guard.
 //
-// Fault injection: set_allocation_limit() makes later allocations fail with ResourceExhausted,
-// so load paths can be tested for failure at every allocation.
+// Fault injection: set_allocation_limit() (InjectAllocationFailures) makes later allocations fail
+// with ResourceExhausted, so load paths can be tested for failure at every allocation;
+// InjectCopyFailure fails one copy.
 //
 // Ownership: memory from Allocate() belongs to the caller until Free(); the destructor frees
 // whatever is still allocated. Thread safety: Allocate, Free, Owns, the copies and the counters
@@ -76,17 +77,28 @@ class HostDevice final : public DeviceRuntime {
 
   // The next `n` allocations succeed, later ones return ResourceExhausted; -1 = unlimited.
   void set_allocation_limit(int64_t n) { allocation_limit_ = n; }
+  bool InjectAllocationFailures(int64_t n) override {
+    set_allocation_limit(n);
+    return true;
+  }
+  bool InjectCopyFailure(int64_t n) override {
+    copy_failure_after_ = n;
+    return true;
+  }
   // Number of allocations not yet freed.
   size_t live_allocations() const;
 
  private:
   void Count(uint64_t DeviceCounters::*copies, uint64_t DeviceCounters::*bytes_counter,
              size_t bytes);
+  // Refuses null pointers and applies the injected copy failure.
+  absl::Status CheckCopy(const char* what, const void* dst, const void* src, size_t bytes);
 
   mutable std::mutex mu_;  // guards allocations_ and counters_
   std::map<uintptr_t, size_t> allocations_;  // start -> requested bytes
   DeviceCounters counters_;
   std::atomic<int64_t> allocation_limit_{-1};
+  std::atomic<int64_t> copy_failure_after_{-1};
 };
 
 namespace internal {

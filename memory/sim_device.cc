@@ -8,9 +8,12 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ferry/memory/device_registry.h"
+#include "ferry/memory/device_type.h"
 #include "ferry/memory/host_device.h"
 #include "ferry/memory/status_macros.h"
 
@@ -514,6 +517,24 @@ void SimDevice::ResetCounters() {
   const uint64_t allocated = counters_.allocated_bytes;
   counters_ = DeviceCounters{};
   counters_.allocated_bytes = allocated;
+}
+
+// The sim plug-in: sim:0 .. sim:(num_sim_devices - 1), guarded as the options say. Host code
+// runs over sim memory inside a scope, so the host's kernels serve sim delegates.
+DeviceTypeInfo SimDeviceType() {
+  DeviceTypeInfo info;
+  info.name = "sim";
+  info.host_kernels_run_on_memory = true;
+  info.discover = [](DeviceRegistry& registry, const DeviceRegistryOptions& options) {
+    SimDeviceOptions sim_options;
+    sim_options.guard = options.sim_guard;
+    sim_options.capacity_bytes = options.sim_device_bytes;
+    for (int i = 0; i < options.num_sim_devices; ++i) {
+      registry.Add(std::make_unique<SimDevice>(i, sim_options)).IgnoreError();
+    }
+    if (options.sim_guard && options.num_sim_devices > 0) InstallSimGuardFaultHandler();
+  };
+  return info;
 }
 
 }  // namespace ferry

@@ -107,7 +107,7 @@ class SimDevice final : public DeviceRuntime {
   DeviceCounters counters() const override { return counters_; }
   void ResetCounters() override;
 
-  bool guarded() const { return guard_; }
+  bool guarded() const override { return guard_; }
   int scope_depth() const { return depth_; }
   // Whether host code may touch the device's memory right now.
   bool accessible() const { return !guard_ || depth_ > 0; }
@@ -122,6 +122,14 @@ class SimDevice final : public DeviceRuntime {
   // The next `n` copies succeed, the one after returns Internal naming the device (once; later
   // copies succeed again); -1 = never. Copies refused for a bad range do not count.
   void set_copy_failure_after(int64_t n) { copy_failure_after_ = n; }
+  bool InjectAllocationFailures(int64_t n) override {
+    set_allocation_limit(n);
+    return true;
+  }
+  bool InjectCopyFailure(int64_t n) override {
+    set_copy_failure_after(n);
+    return true;
+  }
 
  private:
   struct Mapping {

@@ -14,7 +14,7 @@
 //
 //   class MyBackend : public Backend {
 //     absl::string_view name() const override { return "mine"; }
-//     bool SupportsDevice(DeviceType t) const override { return t == DeviceType::kSim; }
+//     bool SupportsDevice(DeviceType t) const override { return t == my_device_type; }
 //     absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override;
 //   };
 //

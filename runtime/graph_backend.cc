@@ -1,5 +1,6 @@
-// The built-in graph backend: runs a sub-graph of registered host ops on the host or on a sim
-// device (inside its scope). See runtime/backend.h.
+// The built-in graph backend: runs a sub-graph of registered ops on any device whose memory the
+// host's kernels can run over (inside its scope), and on device types with kernels of their own
+// (kernels/device_kernels.h). See runtime/backend.h.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -10,10 +11,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "ferry/kernels/cuda/cuda_ops.h"
+#include "ferry/kernels/device_kernels.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_buffer.h"
+#include "ferry/memory/device_type.h"
 #include "ferry/memory/memory_planner.h"
 #include "ferry/memory/status_macros.h"
 #include "ferry/runtime/backend.h"
@@ -87,8 +89,17 @@ class GraphInstance : public DelegateInstance {
                                                                ProgramCache& cache) {
     std::unique_ptr<GraphInstance> g(new GraphInstance());
     g->device_runtime_ = init.device_runtime;
-    g->check_ownership_ = init.device.type == DeviceType::kSim;
-    g->on_cuda_ = init.device.type == DeviceType::kCuda;
+    // A device whose memory is the host's would let host kernels read a foreign pointer silently:
+    // its arguments are checked. Other devices fault on one (or the copy kernels refuse it).
+    g->check_ownership_ = !init.device.is_host() && init.device_runtime->uses_host_memory();
+    const DeviceTypeInfo* type = FindDeviceType(init.device.type);
+    if (type == nullptr || !type->host_kernels_run_on_memory) {
+      g->kernels_ = FindDeviceKernels(init.device.type);
+      if (g->kernels_ == nullptr) {
+        return absl::UnimplementedError(absl::StrCat("the graph backend has no kernels for ",
+                                                     init.device.ToString()));
+      }
+    }
     FERRY_ASSIGN_OR_RETURN(g->program_, cache.Get(init.payload));
     FERRY_ASSIGN_OR_RETURN(const MethodDef* main, g->program_->method("main"));
     FERRY_RETURN_IF_ERROR(g->Compile(*main, init));
@@ -111,7 +122,7 @@ class GraphInstance : public DelegateInstance {
       refs_[ref].data = static_cast<char*>(scratch) + offset;
     }
     for (const auto& [ref, result] : bound_outputs_) refs_[ref].data = results[result]->data;
-    if (on_cuda_) SetCurrentCudaStream(device_runtime_->native_stream());
+    if (kernels_ != nullptr) kernels_->SetStream(device_runtime_->native_stream());
     for (const internal::HostStep& step : tables_.steps()) {
       FERRY_RETURN_IF_ERROR(internal::RunHostStep(step));
     }
@@ -312,16 +323,16 @@ class GraphInstance : public DelegateInstance {
     for (size_t i = 0; i < requests.size(); ++i) {
       scratch_refs_.emplace_back(request_value[i], plan.offsets[i]);
     }
-    if (on_cuda_) FERRY_RETURN_IF_ERROR(PrepareCudaKernels(init.device.index));
+    if (kernels_ != nullptr) FERRY_RETURN_IF_ERROR(kernels_->Prepare(init.device.index));
     for (size_t n = 0; n < main.nodes.size(); ++n) {
       const OpSchema& schema = *node_refs[n].schema;
       KernelFn kernel = schema.kernel;
-      if (on_cuda_ && kernel != nullptr) {
-        kernel = FindCudaKernel(schema.name);
+      if (kernels_ != nullptr && kernel != nullptr) {
+        kernel = kernels_->Find(schema.name);
         if (kernel == nullptr) {
-          return absl::UnimplementedError(absl::StrCat("sub-graph node ", n, " (",
-                                                       main.nodes[n].name, "): op \"",
-                                                       schema.name, "\" has no CUDA kernel"));
+          return absl::UnimplementedError(absl::StrCat(
+              "sub-graph node ", n, " (", main.nodes[n].name, "): op \"", schema.name,
+              "\" has no kernel for ", DeviceTypeName(init.device.type), " devices"));
         }
       }
       tables_.Add(schema, node_refs[n].args, node_refs[n].results, pending_views[n], kernel);
@@ -333,9 +344,11 @@ class GraphInstance : public DelegateInstance {
         return absl::UnimplementedError(
             "the sub-graph returns a view, an input or a constant, which needs the op \"copy_\"");
       }
-      copy_kernel_ = on_cuda_ ? FindCudaKernel("copy_") : copy->kernel;
+      copy_kernel_ = kernels_ != nullptr ? kernels_->Find("copy_") : copy->kernel;
       if (copy_kernel_ == nullptr) {
-        return absl::UnimplementedError("op \"copy_\" has no CUDA kernel");
+        return absl::UnimplementedError(absl::StrCat("op \"copy_\" has no kernel for ",
+                                                     DeviceTypeName(init.device.type),
+                                                     " devices"));
       }
     }
     return absl::OkStatus();
@@ -343,7 +356,7 @@ class GraphInstance : public DelegateInstance {
 
   DeviceRuntime* device_runtime_ = nullptr;
   bool check_ownership_ = false;
-  bool on_cuda_ = false;
+  const DeviceKernels* kernels_ = nullptr;  // the device type's own kernels, if it needs them
   std::shared_ptr<const Program> program_;
   std::vector<TensorRef> refs_;  // per sub-graph value; never resized after Compile
   std::vector<ValueId> input_refs_;
@@ -363,8 +376,9 @@ class GraphBackend : public Backend {
  public:
   absl::string_view name() const override { return kGraphBackendName; }
   bool SupportsDevice(DeviceType type) const override {
-    return type == DeviceType::kHost || type == DeviceType::kSim ||
-           (type == DeviceType::kCuda && HaveCudaKernels());
+    const DeviceTypeInfo* info = FindDeviceType(type);
+    return info != nullptr &&
+           (info->host_kernels_run_on_memory || FindDeviceKernels(type) != nullptr);
   }
   absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
     FERRY_ASSIGN_OR_RETURN(std::unique_ptr<GraphInstance> instance,

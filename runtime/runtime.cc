@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ferry/loader/program_builder.h"
+#include "ferry/memory/device_type.h"
 #include "ferry/memory/status_macros.h"
 #include "ferry/runtime/internal/method_impl.h"
 
@@ -18,11 +19,15 @@ Runtime::Runtime(const RuntimeOptions& options) : ops_(OpRegistry::WithBuiltIns(
   device_options.sim_guard = options.sim_guard;
   device_options.num_sim_devices = options.num_sim_devices;
   device_options.sim_device_bytes = options.sim_device_bytes;
+  device_options.use_cuda = options.use_cuda;
   devices_ = DeviceRegistry::CreateDefault(device_options);
   backends_.emplace(kGraphBackendName, MakeGraphBackend());
-  if (!devices_->HasCuda()) {
-    for (int i = 0; i < options.num_sim_devices; ++i) {
-      default_map_[Device::Cuda(i)] = Device::Sim(i);
+  // Declared devices that are absent run where their type's plug-in says (cuda:N on sim:N
+  // without a GPU).
+  for (const DeviceTypeInfo* type : DeviceTypes()) {
+    if (!type->stand_ins) continue;
+    for (const auto& [declared, present] : type->stand_ins(*devices_)) {
+      if (devices_->Find(declared) == nullptr) default_map_[declared] = present;
     }
   }
 }

@@ -10,6 +10,7 @@
 #include "ferry/memory/cuda/cuda_status.h"
 #include "ferry/memory/cuda/strided_copy.h"
 #include "ferry/memory/device_registry.h"
+#include "ferry/memory/device_type.h"
 #include "ferry/memory/host_device.h"
 #include "ferry/memory/status_macros.h"
 
@@ -88,9 +89,9 @@ absl::Status CudaDevice::WaitForStream() {
 
 absl::StatusOr<void*> CudaDevice::Allocate(size_t bytes, size_t alignment) {
   if (bytes == 0) return absl::InvalidArgumentError(absl::StrCat(device().ToString(), ": cannot allocate 0 bytes"));
-  if (alignment > 256) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(device().ToString(), ": alignment ", alignment, " is above 256"));
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        device().ToString(), ": alignment ", alignment, " is not a power of two up to 256"));
   }
   FERRY_RETURN_IF_ERROR(Activate());
   void* p = nullptr;

@@ -382,12 +382,13 @@ int Bench(const Options& options, const Runtime& rt, Method& method, double veri
     if (calls > 0) std::fprintf(err, "\r");
     absl::FPrintF(out, "ferry bench: method \"%s\" of %s (%d nodes), %d calls\n",
                   method.def().name, options.program, method.def().nodes.size(), calls);
-    const bool on_sim = std::any_of(devices.begin(), devices.end(), [](const Device& d) {
-      return d.type == DeviceType::kSim;
+    const bool guarded = std::any_of(devices.begin(), devices.end(), [&](const Device& d) {
+      const DeviceRuntime* runtime = rt.devices().Find(d);
+      return runtime != nullptr && runtime->guarded();
     });
-    if (options.runtime.sim_guard && on_sim) {
+    if (guarded) {
       absl::FPrintF(out,
-                    "  (sim devices guarded: every device scope costs mprotect calls, counted in "
+                    "  (devices guarded: every device scope costs mprotect calls, counted in "
                     "the latency; --no-guard times Ferry without them)\n");
     }
     absl::FPrintF(out, "  load             %10.1f us  (verify %.1f, placement %.1f, planning %.1f, "

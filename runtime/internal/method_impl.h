@@ -130,7 +130,7 @@ class MethodImpl {
   std::vector<int64_t> alias_offset_;  // per buffer: byte offset of an alias from its base
 
   std::vector<DeviceBuffer> arenas_;
-  std::vector<PinnedHostBuffer> pinned_arenas_;  // the host arena when a CUDA device is used
+  std::vector<PinnedHostBuffer> pinned_arenas_;  // the host arena, when a device pins it
   std::vector<DeviceBuffer> constant_regions_;
 
   HostStepTables host_tables_;

@@ -23,7 +23,7 @@ TEST(PrepareCudaKernels, RefusesADeviceIndexOutOfRange) {
 TEST(PrepareCudaKernels, LoadsCublasAndPreparesAPresentDeviceOrSaysWhyNot) {
   DeviceRegistryOptions options;
   options.num_sim_devices = 0;
-  const bool have_gpu = DeviceRegistry::CreateDefault(options)->HasCuda();
+  const bool have_gpu = DeviceRegistry::CreateDefault(options)->Has(DeviceType::kCuda);
   const absl::Status status = PrepareCudaKernels(0);
   if (have_gpu) {
     EXPECT_OK(status);

@@ -42,7 +42,7 @@ LoadOptions OnCuda() {
 #define FERRY_SKIP_WITHOUT_CUDA(h, n) FERRY_SKIP_WITHOUT_GPUS((h).runtime().devices(), n)
 
 #define FERRY_SKIP_WITHOUT_GPUS(registry, n)                                                   \
-  if (!(registry).HasCuda() || (registry).Find(Device::Cuda((n)-1)) == nullptr) {              \
+  if (!(registry).Has(DeviceType::kCuda) || (registry).Find(Device::Cuda((n)-1)) == nullptr) {              \
     GTEST_SKIP() << "needs " << (n) << " CUDA device(s); not found (no GPU, no driver, or "    \
                  << "Ferry built without CUDA)";                                               \
   }
@@ -418,7 +418,7 @@ TEST(Cuda, Case23ChannelsLastConstantOnTheGpu) {
 CudaGemmCounts RunGemmProgram(const ProgramBuilder& pb, bool* skipped) {
   CudaGemmCounts delta;
   MethodHarness h(pb);
-  *skipped = !h.runtime().devices().HasCuda();
+  *skipped = !h.runtime().devices().Has(DeviceType::kCuda);
   if (*skipped) return delta;
   absl::StatusOr<std::unique_ptr<Method>> method = h.Load(OnCuda());
   EXPECT_TRUE(method.ok()) << method.status();

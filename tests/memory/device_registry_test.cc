@@ -26,7 +26,7 @@ TEST(DeviceRegistryTest, DefaultHasHostAndFourSimDevices) {
   std::unique_ptr<DeviceRegistry> registry = DeviceRegistry::CreateDefault(NoCuda());
   EXPECT_THAT(registry->devices(), ElementsAre(Device::Host(), Device::Sim(0), Device::Sim(1),
                                                Device::Sim(2), Device::Sim(3)));
-  EXPECT_FALSE(registry->HasCuda());
+  EXPECT_FALSE(registry->Has(DeviceType::kCuda));
   for (const Device& d : registry->devices()) {
     DeviceRuntime* runtime = registry->Find(d);
     ASSERT_NE(runtime, nullptr) << d.ToString();
@@ -94,7 +94,7 @@ TEST(DeviceRegistryTest, HasCudaWhenACudaRuntimeIsAdded) {
   };
   std::unique_ptr<DeviceRegistry> registry = DeviceRegistry::CreateDefault(NoCuda());
   ASSERT_OK(registry->Add(std::make_unique<FakeCuda>()));
-  EXPECT_TRUE(registry->HasCuda());
+  EXPECT_TRUE(registry->Has(DeviceType::kCuda));
   EXPECT_EQ(registry->devices().back(), Device::Cuda(0));
 }
 

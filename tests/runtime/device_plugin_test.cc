@@ -1,0 +1,134 @@
+// A device type added by an application, with no change to Ferry: registered through
+// memory/device_type.h, its devices are found by new Runtimes, programs that declare it parse,
+// and the graph backend runs sub-graphs on it (its memory is host memory, so the host kernels
+// serve it). Its runtime keeps its memory in a sim device's guarded mappings, so a host kernel
+// that touched it outside its scope would fault.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/memory/device_type.h"
+#include "ferry/memory/sim_device.h"
+#include "ferry/runtime/runtime.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// A runtime of another type that forwards to a guarded sim device.
+class ForwardingRuntime final : public DeviceRuntime {
+ public:
+  explicit ForwardingRuntime(Device device) : device_(device), inner_(device.index) {}
+  Device device() const override { return device_; }
+  absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) override {
+    return inner_.Allocate(bytes, alignment);
+  }
+  void Free(void* ptr) override { inner_.Free(ptr); }
+  bool Owns(const void* ptr, size_t bytes) const override { return inner_.Owns(ptr, bytes); }
+  bool uses_host_memory() const override { return true; }
+  absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override {
+    return inner_.CopyHostToDevice(dst, src, bytes);
+  }
+  absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override {
+    return inner_.CopyDeviceToHost(dst, src, bytes);
+  }
+  absl::Status CopyDeviceToDevice(void* dst, const void* src, size_t bytes) override {
+    return inner_.CopyDeviceToDevice(dst, src, bytes);
+  }
+  absl::Status CopyHostStridedToDevice(void* dst, const void* src,
+                                       const StridedLayout& layout) override {
+    return inner_.CopyHostStridedToDevice(dst, src, layout);
+  }
+  absl::Status CopyFromPeer(void* dst, DeviceRuntime& peer, const void* src,
+                            size_t bytes) override {
+    return inner_.CopyFromPeer(dst, peer, src, bytes);
+  }
+  absl::Status Zero(void* dst, size_t bytes) override { return inner_.Zero(dst, bytes); }
+  absl::Status Synchronize() override { return inner_.Synchronize(); }
+  void EnterScope() override { inner_.EnterScope(); }
+  void ExitScope() override { inner_.ExitScope(); }
+  bool guarded() const override { return inner_.guarded(); }
+  DeviceCounters counters() const override { return inner_.counters(); }
+  void ResetCounters() override { inner_.ResetCounters(); }
+
+ private:
+  Device device_;
+  SimDevice inner_;
+};
+
+// Registered once per process (types are never removed).
+DeviceType TestType(const std::string& name, bool host_kernels) {
+  DeviceTypeInfo info;
+  info.name = name;
+  info.host_kernels_run_on_memory = host_kernels;
+  info.discover = [name](DeviceRegistry& registry, const DeviceRegistryOptions&) {
+    const DeviceType type = FindDeviceTypeByName(name)->type;
+    registry.Add(std::make_unique<ForwardingRuntime>(Device{type, 0})).IgnoreError();
+  };
+  absl::StatusOr<DeviceType> type = RegisterDeviceType(std::move(info));
+  EXPECT_TRUE(type.ok()) << type.status();
+  return *type;
+}
+
+// A method adding two float32[4] inputs in a graph delegate on `device`.
+std::vector<uint8_t> AddProgram(const std::string& device) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId a = m.Input("a", DType::kFloat32, {4});
+  ValueId b = m.Input("b", DType::kFloat32, {4});
+  m.Output(m.GraphDelegate(device, {a, b}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
+    return std::vector<ValueId>{g.Op("add", {in[0], in[1]})};
+  })[0]);
+  absl::StatusOr<std::vector<uint8_t>> bytes = pb.Build();
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>{};
+}
+
+TEST(DevicePlugin, AnApplicationDeviceTypeRunsTheGraphBackend) {
+  static const DeviceType type = TestType("testdev", /*host_kernels=*/true);
+  ASSERT_OK_AND_ASSIGN(Device parsed, ParseDevice("TestDev:0"));
+  EXPECT_EQ(parsed, (Device{type, 0}));
+  EXPECT_EQ(parsed.ToString(), "testdev:0");
+
+  Runtime rt;
+  ASSERT_NE(rt.devices().Find(Device{type, 0}), nullptr);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::FromBytes(AddProgram("testdev:0")));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  // Both inputs go to the device and the result comes back, on every call.
+  int h2d = 0, d2h = 0;
+  for (const CopyStep& c : method->plan().placement.copies) {
+    if (c.direction == CopyDirection::kHostToDevice && c.dst_device == parsed) ++h2d;
+    if (c.direction == CopyDirection::kDeviceToHost && c.src_device == parsed) ++d2h;
+  }
+  EXPECT_EQ(h2d, 2);
+  EXPECT_EQ(d2h, 1);
+  std::vector<float> a = {1, 2, 3, 4}, b = {0.5f, -2, 10, 100};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, a.data())));
+  ASSERT_OK(method->SetInput(1, TensorView::Host(DType::kFloat32, {4}, b.data())));
+  ASSERT_OK(method->Execute());
+  const TensorView out = method->Output(0);
+  ASSERT_EQ(out.device(), Device::Host());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out.data_as<float>()[i], a[i] + b[i]) << i;
+  EXPECT_EQ(rt.devices().Find(parsed)->counters().h2d_copies, 2u);
+}
+
+TEST(DevicePlugin, ATypeWithoutKernelsForTheGraphBackendIsRefusedAtLoad) {
+  static const DeviceType type = TestType("kernelless", /*host_kernels=*/false);
+  Runtime rt;
+  ASSERT_NE(rt.devices().Find(Device{type, 0}), nullptr);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::FromBytes(AddProgram("kernelless:0")));
+  EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("does not run on kernelless:0")));
+}
+
+}  // namespace
+}  // namespace ferry
