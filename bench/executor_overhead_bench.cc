@@ -128,5 +128,25 @@ void BM_OverheadRatio(benchmark::State& state) {
 }
 BENCHMARK(BM_OverheadRatio)->Arg(10)->Arg(100)->Arg(1000);
 
+// Binding inputs and running one op, as a caller does every call: SetInput of each input (1 for
+// relu, 2 for add) then Execute. The peers' figures for the same loop are in bench/README.md.
+void RunBindExecute(benchmark::State& state, const std::string& op) {
+  Chain c = MakeChain(op, 1);
+  const int inputs = op == "add" ? 2 : 1;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        c.method->SetInput(0, TensorView::Host(DType::kFloat32, {kElems}, c.a.data())));
+    if (inputs == 2) {
+      benchmark::DoNotOptimize(
+          c.method->SetInput(1, TensorView::Host(DType::kFloat32, {kElems}, c.b.data())));
+    }
+    benchmark::DoNotOptimize(c.method->Execute());
+  }
+}
+void BM_BindExecuteRelu(benchmark::State& s) { RunBindExecute(s, "relu"); }
+void BM_BindExecuteAdd(benchmark::State& s) { RunBindExecute(s, "add"); }
+BENCHMARK(BM_BindExecuteRelu);
+BENCHMARK(BM_BindExecuteAdd);
+
 }  // namespace
 }  // namespace ferry

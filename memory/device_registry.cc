@@ -28,6 +28,9 @@ absl::Status DeviceRegistry::Add(std::unique_ptr<DeviceRuntime> runtime) {
     return absl::AlreadyExistsError(
         absl::StrCat("device ", device.ToString(), " is already present in the registry"));
   }
+  if (!device.is_host() && !runtime->ReportAllocationsTo(&device_span_)) {
+    all_report_ranges_ = false;
+  }
   runtimes_.emplace(device, std::move(runtime));
   non_host_.clear();
   for (const auto& [d, r] : runtimes_) {

@@ -58,10 +58,18 @@ class DeviceRegistry {
   const std::vector<DeviceRuntime*>& non_host_runtimes() const { return non_host_; }
   // Whether some device of `type` is present.
   bool Has(DeviceType type) const;
+  // False when `ptr` is known to be memory of no device but the host, in O(1): every non-host
+  // runtime reports its allocations' ranges (DeviceRuntime::ReportAllocationsTo) and `ptr` lies
+  // outside all of them. True means: ask the runtimes (Owns). Thread-safe.
+  bool MayBeDeviceMemory(const void* ptr) const {
+    return !all_report_ranges_ || device_span_.Contains(ptr);
+  }
 
  private:
   std::map<Device, std::unique_ptr<DeviceRuntime>> runtimes_;
   std::vector<DeviceRuntime*> non_host_;
+  AddressSpan device_span_;         // the non-host runtimes' allocations, where they report them
+  bool all_report_ranges_ = true;   // every non-host runtime reports to device_span_
 };
 
 }  // namespace ferry

@@ -29,6 +29,7 @@
 #ifndef FERRY_MEMORY_DEVICE_RUNTIME_H_
 #define FERRY_MEMORY_DEVICE_RUNTIME_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -38,6 +39,29 @@
 #include "ferry/memory/device.h"
 
 namespace ferry {
+
+// The union of the address ranges some runtimes have allocated: a pointer outside it is memory of
+// none of them. Widened as they allocate, never narrowed (freed ranges stay inside). Lock-free;
+// Include and Contains may run on any thread at any time.
+class AddressSpan {
+ public:
+  void Include(uintptr_t begin, uintptr_t end) {
+    uintptr_t lo = begin_.load(std::memory_order_relaxed);
+    while (begin < lo && !begin_.compare_exchange_weak(lo, begin, std::memory_order_release)) {
+    }
+    uintptr_t hi = end_.load(std::memory_order_relaxed);
+    while (end > hi && !end_.compare_exchange_weak(hi, end, std::memory_order_release)) {
+    }
+  }
+  bool Contains(const void* ptr) const {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    return p >= begin_.load(std::memory_order_acquire) && p < end_.load(std::memory_order_acquire);
+  }
+
+ private:
+  std::atomic<uintptr_t> begin_{std::numeric_limits<uintptr_t>::max()};
+  std::atomic<uintptr_t> end_{0};
+};
 
 // Copy and allocation counters of one device, for tests and `ferry bench`.
 struct DeviceCounters {
@@ -99,6 +123,13 @@ class DeviceRuntime {
   // Whether this device's memory is the host's RAM (the host itself, sim devices), so that its
   // allocations and the host's draw on one budget.
   virtual bool uses_host_memory() const { return false; }
+
+  // Asks the runtime to include the range of every allocation it has made and will make in
+  // `span` (the registry's), so that a pointer outside `span` is known not to be its memory
+  // without asking it. Returns false when it cannot (the default), for instance because memory
+  // it owns may come from elsewhere; then Owns() must be asked. Called before the runtime is
+  // shared between threads; `span` outlives the runtime.
+  virtual bool ReportAllocationsTo(AddressSpan* /*span*/) { return false; }
 
   // Copies between host memory and this device's memory, and within this device.
   virtual absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) = 0;

@@ -339,6 +339,16 @@ void SimDevice::UpdateSpan() {
   const auto last = std::prev(allocations_.end());
   span_begin_.store(allocations_.begin()->first, std::memory_order_relaxed);
   span_end_.store(last->first + last->second.mapped, std::memory_order_relaxed);
+  if (reported_span_ != nullptr) {
+    reported_span_->Include(allocations_.begin()->first, last->first + last->second.mapped);
+  }
+}
+
+bool SimDevice::ReportAllocationsTo(AddressSpan* span) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reported_span_ = span;
+  UpdateSpan();
+  return true;
 }
 
 bool SimDevice::Overlaps(uintptr_t begin, size_t bytes) const {

@@ -82,6 +82,7 @@ class SimDevice final : public DeviceRuntime {
   // What is left of the capacity, within the host's available memory. Thread-safe.
   size_t available_bytes() const override;
   bool uses_host_memory() const override { return true; }
+  bool ReportAllocationsTo(AddressSpan* span) override;
 
   absl::Status CopyHostToDevice(void* dst, const void* src, size_t bytes) override;
   absl::Status CopyDeviceToHost(void* dst, const void* src, size_t bytes) override;
@@ -189,6 +190,7 @@ class SimDevice final : public DeviceRuntime {
   // thread to rule pointers out without a lock.
   std::atomic<uintptr_t> span_begin_{0};
   std::atomic<uintptr_t> span_end_{0};
+  AddressSpan* reported_span_ = nullptr;  // see ReportAllocationsTo
   std::atomic<size_t> live_bytes_{0};  // requested bytes allocated now
   DeviceCounters counters_;
   int64_t allocation_limit_ = -1;

@@ -177,8 +177,8 @@ absl::Status MethodImpl::CheckCallerTensor(const char* what, size_t index, const
           ref.data, bytes, io.device_label,
           freed ? "memory of that device that was freed" : "not memory of that device"));
     }
-  } else {
-    // Ruled out in O(1) per device for pointers outside a device's allocations.
+  } else if (runtime_->devices().MayBeDeviceMemory(ref.data)) {
+    // Ruled out in O(1) above for pointers outside every device's allocations.
     for (const DeviceRuntime* runtime : runtime_->devices().non_host_runtimes()) {
       if (runtime->Owns(ref.data, 1)) {
         return absl::InvalidArgumentError(

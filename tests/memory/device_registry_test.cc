@@ -93,9 +93,36 @@ TEST(DeviceRegistryTest, HasCudaWhenACudaRuntimeIsAdded) {
     void ResetCounters() override {}
   };
   std::unique_ptr<DeviceRegistry> registry = DeviceRegistry::CreateDefault(NoCuda());
+  static int global = 0;  // in the program's data segment, far from any mapping
+  EXPECT_FALSE(registry->MayBeDeviceMemory(&global));
   ASSERT_OK(registry->Add(std::make_unique<FakeCuda>()));
   EXPECT_TRUE(registry->Has(DeviceType::kCuda));
   EXPECT_EQ(registry->devices().back(), Device::Cuda(0));
+  // The stand-in does not report its allocations' ranges, so no pointer is ruled out any more.
+  EXPECT_TRUE(registry->MayBeDeviceMemory(&global));
+}
+
+TEST(DeviceRegistryTest, PointersOutsideEverySimAllocationAreRuledOutAtOnce) {
+  std::unique_ptr<DeviceRegistry> registry = DeviceRegistry::CreateDefault(NoCuda());
+  static int global = 0;
+  EXPECT_FALSE(registry->MayBeDeviceMemory(&global));  // nothing allocated yet
+  DeviceRuntime* sim0 = registry->Find(Device::Sim(0));
+  DeviceRuntime* sim2 = registry->Find(Device::Sim(2));
+  ASSERT_OK_AND_ASSIGN(void* a, sim0->Allocate(4096, 64));
+  ASSERT_OK_AND_ASSIGN(void* b, sim2->Allocate(1 << 20, 64));
+  for (void* p : {a, b}) {
+    EXPECT_TRUE(registry->MayBeDeviceMemory(p));
+    EXPECT_TRUE(registry->MayBeDeviceMemory(static_cast<char*>(p) + 4095));
+  }
+  EXPECT_FALSE(registry->MayBeDeviceMemory(&global));
+  sim0->Free(a);
+  sim2->Free(b);
+  // Memory allocated before the registry knew the runtime is covered too.
+  auto late = std::make_unique<SimDevice>(7);
+  ASSERT_OK_AND_ASSIGN(void* c, late->Allocate(64, 64));
+  ASSERT_OK(registry->Add(std::move(late)));
+  EXPECT_TRUE(registry->MayBeDeviceMemory(c));
+  registry->Find(Device::Sim(7))->Free(c);
 }
 
 }  // namespace
