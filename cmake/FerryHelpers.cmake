@@ -10,6 +10,8 @@ function(ferry_library name)
   target_include_directories(ferry_${name}
     PUBLIC $<BUILD_INTERFACE:${FERRY_INCLUDE_ROOT}> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE ${PROJECT_BINARY_DIR})
+  # The public headers are C++20 (memory/device.h defaults operator<=>), so users compile as such.
+  target_compile_features(ferry_${name} PUBLIC cxx_std_20)
   target_compile_options(ferry_${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${FERRY_WARNINGS}>)
   target_link_libraries(ferry_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
 endfunction()

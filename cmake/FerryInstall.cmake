@@ -44,5 +44,20 @@ endif()
 if(FERRY_HAVE_CUDA)
   string(APPEND FERRY_PC_LIBS_EXTRA " -L${CUDAToolkit_LIBRARY_DIR} -lcudart")
 endif()
+# The prefix is found from the file's own place (${pcfiledir}), as FerryConfig.cmake does: the
+# prefix given at configure time is not the one of `cmake --install --prefix` or of a moved tree.
+# Absolute install dirs (-DCMAKE_INSTALL_LIBDIR=/usr/lib64) are written as they are.
+set(FERRY_PC_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(FERRY_PC_PREFIX ${CMAKE_INSTALL_PREFIX})
+  set(FERRY_PC_LIBDIR ${CMAKE_INSTALL_FULL_LIBDIR})
+  set(FERRY_PC_INCLUDEDIR ${CMAKE_INSTALL_FULL_INCLUDEDIR})
+else()
+  # lib/pkgconfig -> ../..
+  string(REGEX REPLACE "[^/]+" ".." FERRY_PC_TO_PREFIX "${FERRY_PC_DIR}")
+  set(FERRY_PC_PREFIX "\${pcfiledir}/${FERRY_PC_TO_PREFIX}")
+  set(FERRY_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+  set(FERRY_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
 configure_file(cmake/ferry.pc.in ${PROJECT_BINARY_DIR}/ferry.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/ferry.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/ferry.pc DESTINATION ${FERRY_PC_DIR})
