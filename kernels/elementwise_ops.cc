@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
+#include "ferry/kernels/internal/simd_loops.h"
 #include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
@@ -28,6 +30,16 @@ inline int64_t WrapMul(int64_t a, int64_t b) {
 }
 
 
+// Contiguous float32 tensors of at least this many elements run the loops built for the CPU's
+// SIMD level (kernels/internal/simd_loops.h); shorter ones the inline loop, which costs no call.
+constexpr int64_t kSimdMinElements = 256;
+
+// Ops with SIMD loops name them: kLoop (tensor operands) and kScalarLoop.
+template <typename Op>
+concept HasSimdLoop = requires { Op::kLoop; };
+template <typename Op>
+concept HasSimdScalarLoop = requires { Op::kScalarLoop; };
+
 // ---- Binary ---------------------------------------------------------------------------------
 
 struct Add {
@@ -35,24 +47,32 @@ struct Add {
   static constexpr bool kIntOk = true;
   static float Apply(float a, float b) { return a + b; }
   static int64_t Apply(int64_t a, int64_t b) { return WrapAdd(a, b); }
+  static constexpr auto kLoop = &FloatLoops::add;
+  static constexpr auto kScalarLoop = &FloatLoops::add_scalar;
 };
 struct Sub {
   static constexpr const char* kName = "sub";
   static constexpr bool kIntOk = true;
   static float Apply(float a, float b) { return a - b; }
   static int64_t Apply(int64_t a, int64_t b) { return WrapSub(a, b); }
+  static constexpr auto kLoop = &FloatLoops::sub;
+  static constexpr auto kScalarLoop = &FloatLoops::sub_scalar;
 };
 struct Mul {
   static constexpr const char* kName = "mul";
   static constexpr bool kIntOk = true;
   static float Apply(float a, float b) { return a * b; }
   static int64_t Apply(int64_t a, int64_t b) { return WrapMul(a, b); }
+  static constexpr auto kLoop = &FloatLoops::mul;
+  static constexpr auto kScalarLoop = &FloatLoops::mul_scalar;
 };
 struct Div {
   static constexpr const char* kName = "div";
   static constexpr bool kIntOk = false;
   static float Apply(float a, float b) { return a / b; }
   static int64_t Apply(int64_t a, int64_t b) { return 0; }  // never instantiated at run time
+  static constexpr auto kLoop = &FloatLoops::div;
+  static constexpr auto kScalarLoop = &FloatLoops::div_scalar;
 };
 // NaN propagates, as in PyTorch.
 struct Maximum {
@@ -143,12 +163,18 @@ void BinaryLoop(const TensorRef& out, const TensorRef& a, const OpArg& rhs) {
   if (rhs.scalar != nullptr) {
     const T s = ScalarAs<T>(*rhs.scalar);
     if (!fast) return BinaryScalarStrided<Op, T>(out, a, s);
+    if constexpr (std::is_same_v<T, float> && HasSimdScalarLoop<Op>) {
+      if (n >= kSimdMinElements) return (Loops().*Op::kScalarLoop)(o, x, s, n);
+    }
     for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i], s);
     return;
   }
   const TensorRef& b = *rhs.tensor;
   if (!fast || ContiguousNumel(b) != n) return BinaryStrided<Op, T>(out, a, b);
   const T* y = b.data_as<const T>();
+  if constexpr (std::is_same_v<T, float> && HasSimdLoop<Op>) {
+    if (n >= kSimdMinElements) return (Loops().*Op::kLoop)(o, x, y, n);
+  }
   for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i], y[i]);
 }
 
@@ -179,6 +205,7 @@ struct Relu {
   // NaN stays NaN (the comparison is false).
   static float Apply(float a) { return a < 0.0f ? 0.0f : a; }
   static int64_t Apply(int64_t a) { return a < 0 ? 0 : a; }
+  static constexpr auto kLoop = &FloatLoops::relu;
 };
 struct Neg {
   static constexpr const char* kName = "neg";
@@ -244,6 +271,9 @@ void UnaryLoop(const TensorRef& out, const TensorRef& a) {
   if (n < 0 || ContiguousNumel(a) != n) return UnaryStrided<Op, T>(out, a);
   T* o = out.data_as<T>();
   const T* x = a.data_as<const T>();
+  if constexpr (std::is_same_v<T, float> && HasSimdLoop<Op>) {
+    if (n >= kSimdMinElements) return (Loops().*Op::kLoop)(o, x, n);
+  }
   for (int64_t i = 0; i < n; ++i) o[i] = Op::Apply(x[i]);
 }
 
