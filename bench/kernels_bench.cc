@@ -1,4 +1,5 @@
-// Host kernels on large float32 tensors against memcpy, in one run: add (two reads, one write)
+// Host kernels on large float32 tensors against memcpy, and linear through the BLAS or not, in one
+// run: add (two reads, one write)
 // and relu (one read, one write) over 64K floats at each SIMD level this CPU runs (the argument),
 // and memcpy of 64K floats. Throughput counts every
 // byte read and written, so kernel and memcpy figures compare directly.
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "ferry/kernels/internal/host_blas.h"
 #include "ferry/kernels/internal/simd_loops.h"
 #include "ferry/kernels/op_registry.h"
 
@@ -58,6 +60,36 @@ void BM_Kernel64KMemcpy(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * kN * sizeof(float));
 }
 BENCHMARK(BM_Kernel64KMemcpy);
+
+// linear of a [size, size] input by a [size, size] weight with bias, through the host BLAS
+// (argument 1, when built with it) or Ferry's own loops (0), in one run.
+void BM_Linear(benchmark::State& state) {
+  const int64_t size = state.range(0);
+  const bool blas = state.range(1) != 0;
+  if (blas && !internal::HaveHostBlas()) return;
+  internal::UseHostBlas(blas);
+  OpRegistry ops = OpRegistry::WithBuiltIns();
+  std::vector<float> x(size * size, 0.5f), w(size * size, 0.25f), bias(size, 1.0f),
+      out(size * size);
+  TensorRef tx = TensorRef::Contiguous(DType::kFloat32, {size, size}, x.data());
+  TensorRef tw = TensorRef::Contiguous(DType::kFloat32, {size, size}, w.data());
+  TensorRef tb = TensorRef::Contiguous(DType::kFloat32, {size}, bias.data());
+  TensorRef to = TensorRef::Contiguous(DType::kFloat32, {size, size}, out.data());
+  OpArg args[3];
+  args[0].tensor = &tx;
+  args[1].tensor = &tw;
+  args[2].tensor = &tb;
+  TensorRef* res = &to;
+  const OpSchema* linear = ops.Find("linear");
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(linear->kernel({args, 3}, {&res, 1}));
+    benchmark::ClobberMemory();
+  }
+  state.counters["gflops"] = benchmark::Counter(
+      2.0 * size * size * size * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  internal::UseHostBlas(true);
+}
+BENCHMARK(BM_Linear)->ArgsProduct({{64, 512}, {0, 1}});
 
 // One run per SIMD level this CPU runs (the argument: 0 baseline, 1 AVX2, 2 AVX-512).
 const bool kRegistered = [] {

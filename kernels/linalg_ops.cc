@@ -1,13 +1,16 @@
 // Linear algebra and normalization host ops: matmul, linear, softmax, rms_norm (float32).
 //
 // All honour arbitrary input and result strides; the inner loops take a unit-stride path when the
-// innermost dimensions are contiguous. Accumulation is in float except rms_norm's sum of squares,
+// innermost dimensions are contiguous. matmul and linear hand float32 products that a BLAS takes
+// directly (row-major or transposed operands, a row-major result) and that are large enough to
+// OpenBLAS when Ferry is built with it (kernels/internal/host_blas.h). Accumulation is in float except rms_norm's sum of squares,
 // which is in double so that long rows do not lose the small terms.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "ferry/kernels/internal/host_blas.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
 #include "ferry/memory/status_macros.h"
@@ -20,6 +23,36 @@ TensorRef Leading(const TensorRef& t, int rank) {
   TensorRef r = t;
   r.rank = rank;
   return r;
+}
+
+// ---- the host BLAS --------------------------------------------------------------------------
+
+// How a BLAS reads a [rows, cols] matrix with element strides (s0, s1): row-major with leading
+// dimension `ld`, or the transpose of a row-major [cols, rows] one (`trans`). False for layouts it
+// cannot take (broadcast or non-unit inner strides) and for sizes beyond its 32-bit indices.
+struct BlasOperand {
+  bool trans = false;
+  int64_t ld = 0;
+};
+bool AsBlasOperand(int64_t rows, int64_t cols, int64_t s0, int64_t s1, BlasOperand* op) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  if (rows < 1 || cols < 1 || rows > kMax || cols > kMax) return false;
+  if ((s1 == 1 || cols == 1) && (rows == 1 || s0 >= cols)) {
+    *op = {false, rows == 1 ? cols : s0};
+  } else if ((s0 == 1 || rows == 1) && (cols == 1 || s1 >= rows)) {
+    *op = {true, cols == 1 ? rows : s1};
+  } else {
+    return false;
+  }
+  return op->ld <= kMax;
+}
+
+// A row-major result (no transpose) for the BLAS to write.
+bool AsBlasResult(int64_t rows, int64_t cols, int64_t s0, int64_t s1, int64_t* ld) {
+  BlasOperand op;
+  if (!AsBlasOperand(rows, cols, s0, s1, &op) || op.trans) return false;
+  *ld = op.ld;
+  return true;
 }
 
 // ---- matmul ---------------------------------------------------------------------------------
@@ -97,8 +130,19 @@ absl::Status MatmulKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* co
   float* o = out.data_as<float>();
   const float* x = a.data_as<const float>();
   const float* y = b.data_as<const float>();
+  BlasOperand ba, bb;
+  int64_t ldc = 0;
+  const bool blas = HostBlasEnabled() && m * n * k >= kHostBlasMinWork &&
+                    AsBlasOperand(m, k, a.strides[a.rank - 2], a.strides[a.rank - 1], &ba) &&
+                    AsBlasOperand(k, n, b.strides[b.rank - 2], b.strides[b.rank - 1], &bb) &&
+                    AsBlasResult(m, n, out.strides[out.rank - 2], out.strides[out.rank - 1], &ldc);
   ForEachOffset<3>(batch_rank, out.sizes.data(), {out.strides.data(), a_strides, b_strides},
                    [&](const std::array<int64_t, 3>& off) {
+                     if (blas) {
+                       HostSgemm(ba.trans, bb.trans, m, n, k, x + off[1], ba.ld, y + off[2],
+                                 bb.ld, /*accumulate=*/false, o + off[0], ldc);
+                       return;
+                     }
                      Matmul2D(o + off[0], out.strides[out.rank - 2], out.strides[out.rank - 1],
                               x + off[1], a.strides[a.rank - 2], a.strides[a.rank - 1],
                               y + off[2], b.strides[b.rank - 2], b.strides[b.rank - 1], m, k, n);
@@ -137,6 +181,51 @@ absl::Status LinearInfer(absl::Span<const OpArg> args, absl::Span<InferredResult
   return absl::OkStatus();
 }
 
+// The leading dimensions of `t` (all but the last) as rows of one stride; false when they do not
+// collapse to one. Rank 1: one row.
+bool CollapseRows(const TensorRef& t, int64_t* rows, int64_t* row_stride) {
+  const int lead = t.rank - 1;
+  *rows = 1;
+  *row_stride = 0;
+  for (int d = lead - 1; d >= 0; --d) {
+    if (t.sizes[d] == 1) continue;
+    if (*rows > 1 && t.strides[d] != *row_stride * *rows) return false;
+    if (*rows == 1) *row_stride = t.strides[d];
+    *rows *= t.sizes[d];
+  }
+  return true;
+}
+
+// out = x w^T (+ bias) as one BLAS product over all rows; false (nothing written) when the
+// layouts do not fit it or the product is too small to gain.
+bool LinearByBlas(const TensorRef& x, const TensorRef& w, const TensorRef* bias,
+                  const TensorRef& out) {
+  const int lead = x.rank - 1;
+  const int64_t in = x.sizes[lead];
+  const int64_t outf = w.sizes[0];
+  int64_t rows = 0, x_row = 0, out_rows = 0, out_row = 0;
+  if (!CollapseRows(x, &rows, &x_row) || !CollapseRows(out, &out_rows, &out_row)) return false;
+  if (rows * outf * in < kHostBlasMinWork) return false;
+  BlasOperand a, b;
+  int64_t ldc = 0;
+  if (!AsBlasOperand(rows, in, x_row, x.strides[lead], &a) ||
+      !AsBlasOperand(in, outf, w.strides[1], w.strides[0], &b) ||
+      !AsBlasResult(rows, outf, out_row, out.strides[lead], &ldc)) {
+    return false;
+  }
+  float* o = out.data_as<float>();
+  if (bias != nullptr) {
+    const float* bd = bias->data_as<const float>();
+    const int64_t bs = bias->strides[0];
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t f = 0; f < outf; ++f) o[r * ldc + f] = bd[f * bs];
+    }
+  }
+  HostSgemm(a.trans, b.trans, rows, outf, in, x.data_as<const float>(), a.ld,
+            w.data_as<const float>(), b.ld, /*accumulate=*/bias != nullptr, o, ldc);
+  return true;
+}
+
 absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
   const TensorRef& x = *args[0].tensor;
   const TensorRef& w = *args[1].tensor;
@@ -154,6 +243,7 @@ absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* co
   const int64_t bs = bias != nullptr ? bias->strides[0] : 0;
   float* o = out.data_as<float>();
   const float* xd = x.data_as<const float>();
+  if (HostBlasEnabled() && LinearByBlas(x, w, bias, out)) return absl::OkStatus();
   ForEachOffset<2>(lead, out.sizes.data(), {out.strides.data(), x.strides.data()},
                    [&](const std::array<int64_t, 2>& off) {
                      const float* xrow = xd + off[1];

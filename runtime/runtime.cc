@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ferry/kernels/internal/host_blas.h"
 #include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_type.h"
 #include "ferry/memory/status_macros.h"
@@ -20,6 +21,7 @@ Runtime::Runtime(const RuntimeOptions& options) : ops_(OpRegistry::WithBuiltIns(
   device_options.num_sim_devices = options.num_sim_devices;
   device_options.sim_device_bytes = options.sim_device_bytes;
   device_options.use_cuda = options.use_cuda;
+  internal::SetHostBlasThreads(options.host_blas_threads);
   devices_ = DeviceRegistry::CreateDefault(device_options);
   backends_.emplace(kGraphBackendName, MakeGraphBackend());
   // Declared devices that are absent run where their type's plug-in says (cuda:N on sim:N

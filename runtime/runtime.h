@@ -56,6 +56,9 @@ struct RuntimeOptions {
   // The capacity of each sim device in bytes; 0: as much as the host has available.
   size_t sim_device_bytes = 0;
   bool use_cuda = true;     // discover CUDA devices (when built with CUDA)
+  // The most threads one host matmul or linear uses when Ferry is built with OpenBLAS. OpenBLAS
+  // has one setting per process: each Runtime sets it when made.
+  int host_blas_threads = 1;
 };
 
 struct LoadOptions {

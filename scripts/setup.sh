@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ libflatbuffers-dev flatbuffers-compiler libabsl-dev
+packages=(cmake ninja-build g++ libflatbuffers-dev flatbuffers-compiler libabsl-dev libopenblas-dev
           libgtest-dev libgmock-dev libbenchmark-dev pkgconf)
 missing=()
 for p in "${packages[@]}"; do

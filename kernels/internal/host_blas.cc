@@ -1,0 +1,47 @@
+#include "ferry/kernels/internal/host_blas.h"
+
+#include <cblas.h>
+
+#include <atomic>
+#include <mutex>
+
+namespace ferry::internal {
+namespace {
+
+std::atomic<bool> g_enabled{true};
+std::atomic<int> g_threads{1};
+std::atomic<int64_t> g_calls{0};
+
+// OpenBLAS starts with as many threads as cores: single-threaded until asked otherwise.
+void InitOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(g_threads.load()); });
+}
+
+}  // namespace
+
+bool HaveHostBlas() { return true; }
+bool HostBlasEnabled() { return g_enabled.load(std::memory_order_relaxed); }
+void UseHostBlas(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
+
+void SetHostBlasThreads(int n) {
+  InitOnce();
+  g_threads.store(n < 1 ? 1 : n);
+  openblas_set_num_threads(g_threads.load());
+}
+
+int HostBlasThreads() { return g_threads.load(); }
+int64_t HostSgemmCalls() { return g_calls.load(std::memory_order_relaxed); }
+
+void HostSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+               int64_t lda, const float* b, int64_t ldb, bool accumulate, float* c, int64_t ldc) {
+  InitOnce();
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), accumulate ? 1.0f : 0.0f,
+              c, static_cast<blasint>(ldc));
+}
+
+}  // namespace ferry::internal
