@@ -52,6 +52,9 @@ struct ArenaInfo {
   size_t arena_bytes = 0;     // planned arena (per-call values, state, scratch)
   size_t lower_bound = 0;     // peak bytes live at once
   size_t constant_bytes = 0;  // constant region (replicas made at load)
+  // Replicas this method reads that another method of its program had made already
+  // (LoadedProgram): shared, not made again, and not counted in constant_bytes.
+  size_t shared_constant_bytes = 0;
   // What the device had available when the method was loaded (DeviceRuntime::available_bytes),
   // and the caller's limit for it (LoadOptions::memory_limits; SIZE_MAX: none).
   size_t available_bytes = 0;

@@ -9,7 +9,8 @@
 //   6. CheckBudgets      every device's total against its capacity and the caller's limits
 //   7. Allocate          arenas (touched) and constant regions; pointers into them
 //   8. ResolveCopies     the copy manifest as executable copies
-//   9. Materialize       load-time copies: constant replicas, state initial data
+//   9. Materialize       load-time copies: constant replicas, state initial data (a replica the
+//                        program already holds for another method is shared, not made again)
 //  10. BuildSteps        the step list Execute runs, with the synchronization it needs
 //  11. DescribeIo        the caller-facing description of inputs and outputs
 //
@@ -19,6 +20,8 @@
 // destroys on error.
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -32,6 +35,7 @@
 #include "ferry/memory/status_macros.h"
 #include "ferry/runtime/internal/method_impl.h"
 #include "ferry/runtime/internal/load_util.h"
+#include "ferry/runtime/internal/replica_cache.h"
 
 namespace ferry {
 namespace internal {
@@ -94,9 +98,9 @@ struct DeviceMemory {
 class MethodLoader {
  public:
   MethodLoader(const Runtime& rt, const MethodDef& m, const LoadOptions& options,
-               MethodImpl& impl)
-      : rt_(rt), m_(m), options_(options), impl_(impl), mctx_(absl::StrCat("method \"", m.name,
-                                                                         "\"")) {}
+               ReplicaCache* replicas, MethodImpl& impl)
+      : rt_(rt), m_(m), options_(options), replicas_(replicas), impl_(impl),
+        mctx_(absl::StrCat("method \"", m.name, "\"")) {}
 
   absl::Status Run() {
     const auto start = Clock::now();
@@ -140,6 +144,10 @@ class MethodLoader {
                               const DelegateSignature& signature) const;
   // 5. Per device: arena offsets from buffer lifetimes, constant region size.
   absl::Status PlanArenas();
+  // What replica buffer `b` is made from and what it is, when the program shares replicas and
+  // `b` is made from program data; nullopt otherwise.
+  std::optional<ReplicaKey> ReplicaKeyOf(int32_t b,
+                                         const std::vector<int32_t>& load_copy_into) const;
   // 6. Every device's total against its capacity and LoadOptions::memory_limits; the host's and
   // sim devices' totals together against the host's memory.
   absl::Status CheckBudgets();
@@ -161,6 +169,7 @@ class MethodLoader {
   const Runtime& rt_;
   const MethodDef& m_;
   const LoadOptions& options_;
+  ReplicaCache* const replicas_;  // the program's, when loaded through a LoadedProgram
   MethodImpl& impl_;
   const std::string mctx_;
 
@@ -179,6 +188,12 @@ class MethodLoader {
   DeviceRuntime* pinning_ = nullptr;  // the device whose pinned memory holds the host arena
   std::vector<void*> scratch_;        // per instance
   double planning_us_ = 0;
+  // Replicas the program already holds (buffer, replica), and this method's new ones that it
+  // will share once made (buffer, key).
+  std::vector<std::pair<int32_t, std::shared_ptr<void>>> reused_;
+  std::vector<std::pair<int32_t, ReplicaKey>> to_share_;
+  std::vector<bool> reused_buffer_;  // per buffer
+  std::vector<std::shared_ptr<DeviceBuffer>> region_of_buffer_;  // per replica buffer made here
 };
 
 absl::Status MethodLoader::ResolveOps() {
@@ -394,6 +409,33 @@ absl::Status MethodLoader::CheckSignature(size_t n, const DelegateInit& init,
   return absl::OkStatus();
 }
 
+std::optional<ReplicaKey> MethodLoader::ReplicaKeyOf(
+    int32_t b, const std::vector<int32_t>& load_copy_into) const {
+  const PlacementPlan& p = plan();
+  if (replicas_ == nullptr || load_copy_into[b] < 0) return std::nullopt;
+  const CopyStep& c = p.copies[load_copy_into[b]];
+  // Only replicas of program data are shared: follow the source's views to the constant.
+  int32_t root = c.src_buffer;
+  int64_t offset = 0;
+  while (p.buffers[root].kind == BufferKind::kAlias) {
+    offset += impl_.alias_offset_[root];
+    root = p.buffers[root].alias_of;
+  }
+  if (p.buffers[root].kind != BufferKind::kProgramData) return std::nullopt;
+  const TensorRef& src = impl_.refs_[c.src_buffer];
+  ReplicaKey key;
+  key.source = m_.values[p.buffers[root].value].data.data() + offset;
+  key.dtype = src.dtype;
+  key.rank = src.rank;
+  key.sizes = src.sizes;
+  key.strides = src.strides;
+  key.device = p.buffers[b].device;
+  key.dim_order = p.buffers[b].dim_order;
+  key.bytes = p.buffers[b].bytes;
+  key.converts = c.converts_layout;
+  return key;
+}
+
 absl::Status MethodLoader::PlanArenas() {
   const PlacementPlan& p = plan();
   const size_t nn = m_.nodes.size();
@@ -413,11 +455,16 @@ absl::Status MethodLoader::PlanArenas() {
     DeviceRuntime* runtime = rt_.devices().Find(d);
     if (pinning == nullptr && runtime->has_pinned_host_memory()) pinning = runtime;
   }
+  // The load-time copy that makes each replica, to tell what it is made from.
+  std::vector<int32_t> load_copy_into(p.buffers.size(), -1);
+  for (int32_t i : p.load_copies) load_copy_into[p.copies[i].dst_buffer] = i;
+  reused_buffer_.assign(p.buffers.size(), false);
   for (const Device& device : devices) {
     const auto device_planning_start = Clock::now();
     DeviceMemory& dm = memory_.emplace_back();
     dm.device = device;
     dm.runtime = rt_.devices().Find(device);
+    size_t shared_bytes = 0;  // replicas the program already holds here
     for (size_t b = 0; b < p.buffers.size(); ++b) {
       const PlannedBuffer& buf = p.buffers[b];
       if (buf.device != device || buf.bytes == 0) continue;
@@ -430,6 +477,16 @@ absl::Status MethodLoader::PlanArenas() {
         dm.requests.push_back(req);
         dm.owners.push_back(static_cast<int32_t>(b));
       } else if (buf.kind == BufferKind::kConstantReplica) {
+        std::optional<ReplicaKey> key = ReplicaKeyOf(static_cast<int32_t>(b), load_copy_into);
+        if (key.has_value()) {
+          if (std::shared_ptr<void> replica = replicas_->Find(*key)) {
+            reused_.emplace_back(static_cast<int32_t>(b), std::move(replica));
+            reused_buffer_[b] = true;
+            shared_bytes += buf.bytes;
+            continue;
+          }
+          to_share_.emplace_back(static_cast<int32_t>(b), *std::move(key));
+        }
         size_t offset = 0;
         if (!RoundUp(dm.constant_bytes, kArenaAlignment, &offset) ||
             __builtin_add_overflow(offset, buf.bytes, &dm.constant_bytes)) {
@@ -455,6 +512,7 @@ absl::Status MethodLoader::PlanArenas() {
     info.arena_bytes = dm.plan.arena_size;
     info.lower_bound = dm.plan.lower_bound;
     info.constant_bytes = dm.constant_bytes;
+    info.shared_constant_bytes = shared_bytes;
     impl_.plan_.arenas.push_back(info);
   }
   pinning_ = pinning;
@@ -543,6 +601,7 @@ absl::Status MethodLoader::CheckBudgets() {
 
 absl::Status MethodLoader::Allocate() {
   scratch_.assign(impl_.instances_.size(), nullptr);
+  region_of_buffer_.assign(plan().buffers.size(), nullptr);
   for (const DeviceMemory& dm : memory_) {
     char* base = nullptr;
     if (dm.pinned) {
@@ -568,9 +627,17 @@ absl::Status MethodLoader::Allocate() {
     FERRY_ASSIGN_OR_RETURN(DeviceBuffer constants,
                            DeviceBuffer::Allocate(*dm.runtime, dm.constant_bytes,
                                                   kArenaAlignment));
-    char* cbase = static_cast<char*>(constants.data());
-    for (const auto& [b, offset] : dm.replicas) impl_.refs_[b].data = cbase + offset;
-    impl_.constant_regions_.push_back(std::move(constants));
+    auto region = std::make_shared<DeviceBuffer>(std::move(constants));
+    char* cbase = static_cast<char*>(region->data());
+    for (const auto& [b, offset] : dm.replicas) {
+      impl_.refs_[b].data = cbase + offset;
+      region_of_buffer_[b] = region;
+    }
+    impl_.constant_regions_.push_back(std::move(region));
+  }
+  for (auto& [b, replica] : reused_) {
+    impl_.refs_[b].data = replica.get();
+    impl_.shared_replicas_.push_back(std::move(replica));
   }
   const PlacementPlan& p = plan();
   for (size_t b = 0; b < p.buffers.size(); ++b) {
@@ -646,6 +713,8 @@ absl::Status MethodLoader::Materialize() {
     for (int32_t b : p.output_buffers) mark(b);
   }
   for (int32_t i : p.load_copies) {
+    // A replica the program already holds is made.
+    if (reused_buffer_[p.copies[i].dst_buffer]) continue;
     const int32_t src = p.copies[i].src_buffer;
     const bool droppable = m_.mapping != nullptr &&
                            p.buffers[src].kind == BufferKind::kProgramData && !read_per_call[src];
@@ -656,6 +725,10 @@ absl::Status MethodLoader::Materialize() {
     }
   }
   for (const DeviceMemory& dm : memory_) FERRY_RETURN_IF_ERROR(dm.runtime->Synchronize());
+  // Made: later methods of the program may share them (each keeps its region alive).
+  for (const auto& [b, key] : to_share_) {
+    replicas_->Add(key, std::shared_ptr<void>(region_of_buffer_[b], impl_.refs_[b].data));
+  }
   return absl::OkStatus();
 }
 
@@ -774,11 +847,12 @@ void MethodLoader::DescribeIo() {
 
 absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
                                                              const MethodDef& m,
-                                                             const LoadOptions& options) {
+                                                             const LoadOptions& options,
+                                                             ReplicaCache* replicas) {
   std::unique_ptr<MethodImpl> impl(new MethodImpl());
   impl->runtime_ = &rt;
   impl->def_ = &m;
-  MethodLoader loader(rt, m, options, *impl);
+  MethodLoader loader(rt, m, options, replicas, *impl);
   FERRY_RETURN_IF_ERROR(loader.Run());
   return impl;
 }

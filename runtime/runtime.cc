@@ -10,6 +10,7 @@
 #include "ferry/memory/device_type.h"
 #include "ferry/memory/status_macros.h"
 #include "ferry/runtime/internal/method_impl.h"
+#include "ferry/runtime/internal/replica_cache.h"
 
 namespace ferry {
 
@@ -61,10 +62,36 @@ absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethod(const Program& progr
 
 absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethod(const MethodDef& method,
                                                             const LoadOptions& options) const {
+  return LoadMethodSharing(method, options, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethodSharing(
+    const MethodDef& method, const LoadOptions& options, internal::ReplicaCache* replicas) const {
   std::lock_guard<std::mutex> lock(load_mu_);
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<internal::MethodImpl> impl,
-                         internal::MethodImpl::Load(*this, method, options));
+                         internal::MethodImpl::Load(*this, method, options, replicas));
   return std::unique_ptr<Method>(new Method(std::move(impl)));
+}
+
+std::unique_ptr<LoadedProgram> Runtime::LoadProgram(const Program& program) const {
+  return std::unique_ptr<LoadedProgram>(new LoadedProgram(*this, program));
+}
+
+LoadedProgram::LoadedProgram(const Runtime& runtime, const Program& program)
+    : runtime_(runtime),
+      program_(program),
+      replicas_(std::make_shared<internal::ReplicaCache>()) {}
+
+LoadedProgram::~LoadedProgram() = default;
+
+absl::StatusOr<std::unique_ptr<Method>> LoadedProgram::LoadMethod(
+    absl::string_view method_name, const LoadOptions& options) const {
+  FERRY_ASSIGN_OR_RETURN(const MethodDef* method, program_.method(method_name));
+  return runtime_.LoadMethodSharing(*method, options, replicas_.get());
+}
+
+std::vector<std::pair<Device, size_t>> LoadedProgram::replica_bytes() const {
+  return replicas_->LiveBytes();
 }
 
 absl::StatusOr<std::vector<double>> ReadValues(const Runtime& runtime, const TensorView& tensor) {

@@ -35,6 +35,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -49,6 +50,12 @@
 #include "ferry/runtime/method.h"
 
 namespace ferry {
+
+namespace internal {
+class ReplicaCache;
+}  // namespace internal
+
+class LoadedProgram;
 
 struct RuntimeOptions {
   bool sim_guard = true;    // guard sim device memory outside device scopes
@@ -102,12 +109,55 @@ class Runtime {
   absl::StatusOr<std::unique_ptr<Method>> LoadMethod(const MethodDef& method,
                                                      const LoadOptions& options = {}) const;
 
+  // A program whose methods share what they can on each device: a constant read by several
+  // methods on one device, in one layout, is copied there once (see LoadedProgram). `program`
+  // must outlive it and its methods.
+  std::unique_ptr<LoadedProgram> LoadProgram(const Program& program) const;
+
  private:
   OpRegistry ops_;
+  friend class LoadedProgram;
+  absl::StatusOr<std::unique_ptr<Method>> LoadMethodSharing(const MethodDef& method,
+                                                            const LoadOptions& options,
+                                                            internal::ReplicaCache* replicas) const;
   mutable std::mutex load_mu_;  // serializes LoadMethod
   std::unique_ptr<DeviceRegistry> devices_;
   absl::flat_hash_map<std::string, std::unique_ptr<Backend>> backends_;
   absl::flat_hash_map<Device, Device> default_map_;
+};
+
+// The methods of one program, loaded so that they share device residency: each constant's
+// replica on a device (per layout) is made by the first method that needs it and shared by every
+// later one, and freed with the last method that holds it. Host readers keep reading the
+// program's own data.
+//
+//   std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(*program);
+//   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Method> prefill, loaded->LoadMethod("prefill"));
+//   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Method> decode, loaded->LoadMethod("decode"));
+//   // decode's plan().arenas[i].shared_constant_bytes: what it shares with prefill.
+//
+// Methods may outlive the LoadedProgram (they hold their replicas). Thread safety: as
+// Runtime::LoadMethod.
+class LoadedProgram {
+ public:
+  LoadedProgram(const LoadedProgram&) = delete;
+  LoadedProgram& operator=(const LoadedProgram&) = delete;
+  ~LoadedProgram();
+
+  const Program& program() const { return program_; }
+  // NotFound naming the method and listing the ones present; otherwise as Runtime::LoadMethod.
+  absl::StatusOr<std::unique_ptr<Method>> LoadMethod(absl::string_view method_name,
+                                                     const LoadOptions& options = {}) const;
+  // Bytes of the constant replicas the program's live methods hold, per device (each replica
+  // counted once however many methods share it).
+  std::vector<std::pair<Device, size_t>> replica_bytes() const;
+
+ private:
+  friend class Runtime;
+  LoadedProgram(const Runtime& runtime, const Program& program);
+  const Runtime& runtime_;
+  const Program& program_;
+  std::shared_ptr<internal::ReplicaCache> replicas_;
 };
 
 // The elements of `tensor` (dense, on the host or on a device of `runtime`) read back to the host

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "flatbuffers/flatbuffers.h"
 #include "ferry/loader/internal/verify.h"
@@ -131,15 +132,21 @@ absl::StatusOr<std::vector<uint8_t>> SerializeProgram(absl::Span<const MethodDef
   // there is no data.
   fbb.TrackMinAlign(kSegmentAlignment);
   // Data first: it ends up at the end of the buffer, away from the metadata read at load.
+  // Equal data is stored once: methods of a program that read the same weights read one segment,
+  // so that their replicas on a device can be shared (runtime/loaded_program.h).
   std::vector<std::vector<int32_t>> segment_of(methods.size());
   std::vector<Offset<fbs::DataSegment>> segments;
+  absl::flat_hash_map<absl::string_view, int32_t> segment_with;
   for (size_t m = 0; m < methods.size(); ++m) {
     segment_of[m].assign(methods[m]->values.size(), -1);
     for (size_t v = 0; v < methods[m]->values.size(); ++v) {
       const ValueDef& value = methods[m]->values[v];
       if (value.kind != ValueKind::kConstant && value.kind != ValueKind::kState) continue;
-      segment_of[m][v] = static_cast<int32_t>(segments.size());
-      segments.push_back(fbs::CreateDataSegment(fbb, AlignedBytes(fbb, value.data)));
+      const absl::string_view bytes(reinterpret_cast<const char*>(value.data.data()),
+                                    value.data.size());
+      auto [it, added] = segment_with.try_emplace(bytes, static_cast<int32_t>(segments.size()));
+      if (added) segments.push_back(fbs::CreateDataSegment(fbb, AlignedBytes(fbb, value.data)));
+      segment_of[m][v] = it->second;
     }
   }
   std::vector<Offset<fbs::Method>> written;

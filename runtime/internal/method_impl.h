@@ -94,11 +94,16 @@ struct CallerRange {
   }
 };
 
+class ReplicaCache;
+
 class MethodImpl {
  public:
+  // `replicas`: the program's shared constant replicas (runtime/loaded_program.h), or nullptr
+  // for a method that makes all of its own.
   static absl::StatusOr<std::unique_ptr<MethodImpl>> Load(const Runtime& runtime,
                                                           const MethodDef& method,
-                                                          const LoadOptions& options);
+                                                          const LoadOptions& options,
+                                                          ReplicaCache* replicas);
 
   const MethodDef& def() const { return *def_; }
   const MethodPlan& plan() const { return plan_; }
@@ -131,7 +136,10 @@ class MethodImpl {
 
   std::vector<DeviceBuffer> arenas_;
   std::vector<PinnedHostBuffer> pinned_arenas_;  // the host arena, when a device pins it
-  std::vector<DeviceBuffer> constant_regions_;
+  // Replicas this method made (shared with later methods of its program through aliasing
+  // pointers), and those it shares with earlier ones.
+  std::vector<std::shared_ptr<DeviceBuffer>> constant_regions_;
+  std::vector<std::shared_ptr<void>> shared_replicas_;
 
   HostStepTables host_tables_;
   std::vector<CopyExec> copies_;
