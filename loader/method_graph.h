@@ -43,6 +43,9 @@ struct ValueDef {
   // Constant data, or a state's initial data: dense in meta's dim order, meta.ByteSize() bytes,
   // inside the program's memory, 64-byte aligned.
   absl::Span<const uint8_t> data;
+  // kState: shared by the methods of a program loaded together that have a shared state of the
+  // same name (one buffer, one home device, one content).
+  bool shared = false;
 
   bool is_tensor() const { return kind != ValueKind::kScalar; }
 };

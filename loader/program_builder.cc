@@ -186,6 +186,13 @@ ValueId MethodBuilder::StateF32(std::string name, std::vector<int64_t> sizes,
                ToBytes(initial));
 }
 
+ValueId MethodBuilder::SharedStateF32(std::string name, std::vector<int64_t> sizes,
+                                      std::vector<float> initial) {
+  const ValueId v = StateF32(std::move(name), std::move(sizes), std::move(initial));
+  if (v >= 0) def_.values[v].shared = true;
+  return v;
+}
+
 ValueId MethodBuilder::Scalar(ferry::Scalar value) {
   if (!owner_->status_.ok()) return -1;
   ValueDef def;

@@ -74,6 +74,9 @@ class MethodBuilder {
   ValueId ConstantI64(std::string name, std::vector<int64_t> sizes, std::vector<int64_t> data);
   ValueId State(std::string name, TensorMeta meta, std::vector<uint8_t> initial_data);
   ValueId StateF32(std::string name, std::vector<int64_t> sizes, std::vector<float> initial);
+  // A state shared with the program's other methods that have a shared state of the same name
+  // (see ValueDef::shared); they must agree on its dtype, shape and initial data.
+  ValueId SharedStateF32(std::string name, std::vector<int64_t> sizes, std::vector<float> initial);
 
   ValueId Scalar(ferry::Scalar value);
   ValueId Int(int64_t v) { return Scalar(ferry::Scalar::Int(v)); }

@@ -55,6 +55,9 @@ struct ArenaInfo {
   // Replicas this method reads that another method of its program had made already
   // (LoadedProgram): shared, not made again, and not counted in constant_bytes.
   size_t shared_constant_bytes = 0;
+  // Shared states on the device (ValueDef::shared, LoadedProgram): one buffer per program,
+  // outside the arena; those this method made and those it shares with earlier methods.
+  size_t shared_state_bytes = 0;
   // What the device had available when the method was loaded (DeviceRuntime::available_bytes),
   // and the caller's limit for it (LoadOptions::memory_limits; SIZE_MAX: none).
   size_t available_bytes = 0;

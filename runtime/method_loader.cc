@@ -88,9 +88,13 @@ struct DeviceMemory {
   std::vector<int32_t> owners;  // per request: buffer index, or -(instance + 1) for scratch
   std::vector<std::pair<int32_t, size_t>> replicas;  // constant replica buffer, offset
   size_t constant_bytes = 0;
+  size_t shared_state_bytes = 0;  // shared states used here (made here or by earlier methods)
+  size_t new_state_bytes = 0;     // those of them made here
   MemoryPlan plan;
   bool pinned = false;  // the host arena, in pinned memory of `pinning`
-  size_t total() const { return SaturatingAdd(plan.arena_size, constant_bytes); }
+  size_t total() const {
+    return SaturatingAdd(SaturatingAdd(plan.arena_size, constant_bytes), new_state_bytes);
+  }
 };
 
 }  // namespace
@@ -98,8 +102,9 @@ struct DeviceMemory {
 class MethodLoader {
  public:
   MethodLoader(const Runtime& rt, const MethodDef& m, const LoadOptions& options,
-               ReplicaCache* replicas, MethodImpl& impl)
-      : rt_(rt), m_(m), options_(options), replicas_(replicas), impl_(impl),
+               ProgramResidency* program, MethodImpl& impl)
+      : rt_(rt), m_(m), options_(options), program_(program),
+        replicas_(program != nullptr ? &program->replicas : nullptr), impl_(impl),
         mctx_(absl::StrCat("method \"", m.name, "\"")) {}
 
   absl::Status Run() {
@@ -148,6 +153,9 @@ class MethodLoader {
   // `b` is made from program data; nullopt otherwise.
   std::optional<ReplicaKey> ReplicaKeyOf(int32_t b,
                                          const std::vector<int32_t>& load_copy_into) const;
+  // Shared state buffer `b`, when the program shares states: the program's buffer when an
+  // earlier method made it (checked to agree), else one this method makes. Outside the arena.
+  absl::Status PlanSharedState(int32_t b, DeviceMemory& dm);
   // 6. Every device's total against its capacity and LoadOptions::memory_limits; the host's and
   // sim devices' totals together against the host's memory.
   absl::Status CheckBudgets();
@@ -169,7 +177,8 @@ class MethodLoader {
   const Runtime& rt_;
   const MethodDef& m_;
   const LoadOptions& options_;
-  ReplicaCache* const replicas_;  // the program's, when loaded through a LoadedProgram
+  ProgramResidency* const program_;  // when loaded through a LoadedProgram
+  ReplicaCache* const replicas_;      // program_'s replicas, or nullptr
   MethodImpl& impl_;
   const std::string mctx_;
 
@@ -194,6 +203,9 @@ class MethodLoader {
   std::vector<std::pair<int32_t, ReplicaKey>> to_share_;
   std::vector<bool> reused_buffer_;  // per buffer
   std::vector<std::shared_ptr<DeviceBuffer>> region_of_buffer_;  // per replica buffer made here
+  // Shared states: those the program holds already, and those this method makes.
+  std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_reused_;
+  std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_made_;
 };
 
 absl::Status MethodLoader::ResolveOps() {
@@ -409,6 +421,44 @@ absl::Status MethodLoader::CheckSignature(size_t n, const DelegateInit& init,
   return absl::OkStatus();
 }
 
+absl::Status MethodLoader::PlanSharedState(int32_t b, DeviceMemory& dm) {
+  const PlannedBuffer& buf = plan().buffers[b];
+  const ValueDef& value = m_.values[buf.value];
+  std::shared_ptr<SharedState> state = program_->states.Find(value.name);
+  if (state == nullptr) {
+    state = std::make_shared<SharedState>();
+    state->method = m_.name;
+    state->device = buf.device;
+    state->dtype = value.meta.dtype;
+    state->sizes = value.meta.sizes;
+    state->dim_order = buf.dim_order;
+    state->bytes = buf.bytes;
+    dm.new_state_bytes = SaturatingAdd(dm.new_state_bytes, buf.bytes);
+    dm.shared_state_bytes = SaturatingAdd(dm.shared_state_bytes, buf.bytes);
+    states_made_.emplace_back(b, std::move(state));
+    return absl::OkStatus();
+  }
+  const std::string what = absl::StrCat(mctx_, ": shared state \"", value.name, "\"");
+  if (state->device != buf.device) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " lives on ", DeviceLabel(buf.device, popt_.device_map),
+        " where this method writes or reads it, but method \"", state->method,
+        "\" placed it on ", state->device.ToString(),
+        "; a shared state has one home device, so every method must place it there"));
+  }
+  if (state->dtype != value.meta.dtype || state->sizes != value.meta.sizes ||
+      state->dim_order != buf.dim_order) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is ", SpecString(value.meta.dtype, value.meta.sizes), " here but ",
+        SpecString(state->dtype, state->sizes), " in method \"", state->method,
+        "\" (or in another layout); methods that share a state must declare it alike"));
+  }
+  dm.shared_state_bytes = SaturatingAdd(dm.shared_state_bytes, buf.bytes);
+  reused_buffer_[b] = true;  // its content is the program's: no initial copy
+  states_reused_.emplace_back(b, std::move(state));
+  return absl::OkStatus();
+}
+
 std::optional<ReplicaKey> MethodLoader::ReplicaKeyOf(
     int32_t b, const std::vector<int32_t>& load_copy_into) const {
   const PlacementPlan& p = plan();
@@ -468,6 +518,10 @@ absl::Status MethodLoader::PlanArenas() {
     for (size_t b = 0; b < p.buffers.size(); ++b) {
       const PlannedBuffer& buf = p.buffers[b];
       if (buf.device != device || buf.bytes == 0) continue;
+      if (buf.kind == BufferKind::kState && program_ != nullptr && m_.values[buf.value].shared) {
+        FERRY_RETURN_IF_ERROR(PlanSharedState(static_cast<int32_t>(b), dm));
+        continue;
+      }
       if (buf.kind == BufferKind::kArena || buf.kind == BufferKind::kState) {
         BufferRequest req;
         req.size = buf.bytes;
@@ -513,6 +567,7 @@ absl::Status MethodLoader::PlanArenas() {
     info.lower_bound = dm.plan.lower_bound;
     info.constant_bytes = dm.constant_bytes;
     info.shared_constant_bytes = shared_bytes;
+    info.shared_state_bytes = dm.shared_state_bytes;
     impl_.plan_.arenas.push_back(info);
   }
   pinning_ = pinning;
@@ -639,6 +694,17 @@ absl::Status MethodLoader::Allocate() {
     impl_.refs_[b].data = replica.get();
     impl_.shared_replicas_.push_back(std::move(replica));
   }
+  for (auto& [b, state] : states_made_) {
+    DeviceRuntime* runtime = impl_.buffer_runtime_[b];
+    FERRY_ASSIGN_OR_RETURN(state->buffer,
+                           DeviceBuffer::Allocate(*runtime, state->bytes, kArenaAlignment));
+    impl_.refs_[b].data = state->buffer.data();
+    impl_.shared_states_.push_back(state);
+  }
+  for (auto& [b, state] : states_reused_) {
+    impl_.refs_[b].data = state->buffer.data();
+    impl_.shared_states_.push_back(std::move(state));
+  }
   const PlacementPlan& p = plan();
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const PlannedBuffer& buf = p.buffers[b];
@@ -728,6 +794,9 @@ absl::Status MethodLoader::Materialize() {
   // Made: later methods of the program may share them (each keeps its region alive).
   for (const auto& [b, key] : to_share_) {
     replicas_->Add(key, std::shared_ptr<void>(region_of_buffer_[b], impl_.refs_[b].data));
+  }
+  for (const auto& [b, state] : states_made_) {
+    program_->states.Add(m_.values[plan().buffers[b].value].name, state);
   }
   return absl::OkStatus();
 }
@@ -848,11 +917,11 @@ void MethodLoader::DescribeIo() {
 absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
                                                              const MethodDef& m,
                                                              const LoadOptions& options,
-                                                             ReplicaCache* replicas) {
+                                                             ProgramResidency* program) {
   std::unique_ptr<MethodImpl> impl(new MethodImpl());
   impl->runtime_ = &rt;
   impl->def_ = &m;
-  MethodLoader loader(rt, m, options, replicas, *impl);
+  MethodLoader loader(rt, m, options, program, *impl);
   FERRY_RETURN_IF_ERROR(loader.Run());
   return impl;
 }

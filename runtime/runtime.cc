@@ -66,10 +66,11 @@ absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethod(const MethodDef& met
 }
 
 absl::StatusOr<std::unique_ptr<Method>> Runtime::LoadMethodSharing(
-    const MethodDef& method, const LoadOptions& options, internal::ReplicaCache* replicas) const {
+    const MethodDef& method, const LoadOptions& options,
+    internal::ProgramResidency* program) const {
   std::lock_guard<std::mutex> lock(load_mu_);
   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<internal::MethodImpl> impl,
-                         internal::MethodImpl::Load(*this, method, options, replicas));
+                         internal::MethodImpl::Load(*this, method, options, program));
   return std::unique_ptr<Method>(new Method(std::move(impl)));
 }
 
@@ -80,18 +81,22 @@ std::unique_ptr<LoadedProgram> Runtime::LoadProgram(const Program& program) cons
 LoadedProgram::LoadedProgram(const Runtime& runtime, const Program& program)
     : runtime_(runtime),
       program_(program),
-      replicas_(std::make_shared<internal::ReplicaCache>()) {}
+      residency_(std::make_shared<internal::ProgramResidency>()) {}
 
 LoadedProgram::~LoadedProgram() = default;
 
 absl::StatusOr<std::unique_ptr<Method>> LoadedProgram::LoadMethod(
     absl::string_view method_name, const LoadOptions& options) const {
   FERRY_ASSIGN_OR_RETURN(const MethodDef* method, program_.method(method_name));
-  return runtime_.LoadMethodSharing(*method, options, replicas_.get());
+  return runtime_.LoadMethodSharing(*method, options, residency_.get());
 }
 
 std::vector<std::pair<Device, size_t>> LoadedProgram::replica_bytes() const {
-  return replicas_->LiveBytes();
+  return residency_->replicas.LiveBytes();
+}
+
+std::vector<std::pair<Device, size_t>> LoadedProgram::shared_state_bytes() const {
+  return residency_->states.LiveBytes();
 }
 
 absl::StatusOr<std::vector<double>> ReadValues(const Runtime& runtime, const TensorView& tensor) {

@@ -52,7 +52,7 @@
 namespace ferry {
 
 namespace internal {
-class ReplicaCache;
+struct ProgramResidency;
 }  // namespace internal
 
 class LoadedProgram;
@@ -119,7 +119,7 @@ class Runtime {
   friend class LoadedProgram;
   absl::StatusOr<std::unique_ptr<Method>> LoadMethodSharing(const MethodDef& method,
                                                             const LoadOptions& options,
-                                                            internal::ReplicaCache* replicas) const;
+                                                            internal::ProgramResidency* program) const;
   mutable std::mutex load_mu_;  // serializes LoadMethod
   std::unique_ptr<DeviceRegistry> devices_;
   absl::flat_hash_map<std::string, std::unique_ptr<Backend>> backends_;
@@ -129,7 +129,11 @@ class Runtime {
 // The methods of one program, loaded so that they share device residency: each constant's
 // replica on a device (per layout) is made by the first method that needs it and shared by every
 // later one, and freed with the last method that holds it. Host readers keep reading the
-// program's own data.
+// program's own data. States marked shared (ValueDef::shared) with the same name are one buffer
+// for all the methods that have them: placed by the first method loaded (P11: where its writers
+// are), its initial data copied in once; a later method that would place it on another device,
+// or declares it otherwise, is refused at load, naming both methods. Methods that share a state
+// must not run at the same time.
 //
 //   std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(*program);
 //   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Method> prefill, loaded->LoadMethod("prefill"));
@@ -151,13 +155,15 @@ class LoadedProgram {
   // Bytes of the constant replicas the program's live methods hold, per device (each replica
   // counted once however many methods share it).
   std::vector<std::pair<Device, size_t>> replica_bytes() const;
+  // Bytes of the shared states the program's live methods hold, per device.
+  std::vector<std::pair<Device, size_t>> shared_state_bytes() const;
 
  private:
   friend class Runtime;
   LoadedProgram(const Runtime& runtime, const Program& program);
   const Runtime& runtime_;
   const Program& program_;
-  std::shared_ptr<internal::ReplicaCache> replicas_;
+  std::shared_ptr<internal::ProgramResidency> residency_;
 };
 
 // The elements of `tensor` (dense, on the host or on a device of `runtime`) read back to the host

@@ -81,7 +81,7 @@ Offset<fbs::Method> WriteMethod(FlatBufferBuilder& fbb, const MethodDef& m,
     if (!value.meta.dim_order.empty()) dim_order = fbb.CreateVector(value.meta.dim_order);
     values.push_back(fbs::CreateValue(fbb, name, kind,
                                       static_cast<fbs::DType>(static_cast<int>(value.meta.dtype)),
-                                      sizes, dim_order, 0, segment_of[v]));
+                                      sizes, dim_order, 0, segment_of[v], value.shared));
   }
   std::vector<Offset<fbs::Node>> nodes;
   nodes.reserve(m.nodes.size());

@@ -246,6 +246,9 @@ class MethodVerifier {
       if (val->kind() == fbs::ValueKind::Constant || val->kind() == fbs::ValueKind::State) {
         FERRY_RETURN_IF_ERROR(VerifyData(v, *byte_size, num_segments));
       }
+      if (val->shared() && val->kind() != fbs::ValueKind::State) {
+        return Error(ValueLabel(v, val), "is marked shared, which only a state can be");
+      }
     }
     return absl::OkStatus();
   }
@@ -568,6 +571,7 @@ std::vector<MethodDef> BuildMethodDefs(const fbs::Program& program) {
         continue;
       }
       out.meta = MetaOf(val);
+      out.shared = val->shared();
       if (out.kind == ValueKind::kConstant || out.kind == ValueKind::kState) {
         const flatbuffers::Vector<uint8_t>* data =
             program.segments()->Get(val->data_segment())->data();

@@ -94,16 +94,17 @@ struct CallerRange {
   }
 };
 
-class ReplicaCache;
+struct ProgramResidency;
+struct SharedState;
 
 class MethodImpl {
  public:
-  // `replicas`: the program's shared constant replicas (runtime/loaded_program.h), or nullptr
+  // `program`: what the program's methods share (constant replicas, shared states), or nullptr
   // for a method that makes all of its own.
   static absl::StatusOr<std::unique_ptr<MethodImpl>> Load(const Runtime& runtime,
                                                           const MethodDef& method,
                                                           const LoadOptions& options,
-                                                          ReplicaCache* replicas);
+                                                          ProgramResidency* program);
 
   const MethodDef& def() const { return *def_; }
   const MethodPlan& plan() const { return plan_; }
@@ -140,6 +141,7 @@ class MethodImpl {
   // pointers), and those it shares with earlier ones.
   std::vector<std::shared_ptr<DeviceBuffer>> constant_regions_;
   std::vector<std::shared_ptr<void>> shared_replicas_;
+  std::vector<std::shared_ptr<SharedState>> shared_states_;
 
   HostStepTables host_tables_;
   std::vector<CopyExec> copies_;
