@@ -43,7 +43,9 @@ constexpr CommandSpec kCommands[] = {
      "Loads the method and prints where every node runs, the copy manifest (each copy's\n"
      "direction, value, devices and bytes, whether it runs once at load or on every call, and\n"
      "why), the arenas per device with their lower bounds, memory per device, and the\n"
-     "diagnostics. Nothing is executed.\n",
+     "diagnostics. Nothing is executed. A program with several methods and no --method: every\n"
+     "method, loaded together, then once what they share (constant replicas, shared states)\n"
+     "and each method's own memory.\n",
      "ferry plan build/bench/decoder_block.ferry --skip-h2d\n"
      "  ferry plan --dot | dot -Tpng -o plan.png\n"},
     {"run", kRun, "load, execute with generated (or --input) inputs, print outputs and timings",
@@ -475,6 +477,7 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
     }
     if (arg == "--method") {
       options->method = value;
+      options->method_given = true;
     } else if (arg == "--skip-h2d") {
       options->load.skip_h2d_for_method_inputs = true;
     } else if (arg == "--skip-d2h") {
@@ -527,12 +530,58 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
   return -1;
 }
 
+namespace {
+
+std::string DeviceBytes(const std::vector<std::pair<Device, size_t>>& per_device) {
+  if (per_device.empty()) return "none";
+  std::vector<std::string> parts;
+  for (const auto& [device, bytes] : per_device) {
+    parts.push_back(absl::StrCat(device.ToString(), " ", bytes, " B"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+// `ferry plan` of a program with several methods and no --method: every method, loaded together
+// (Runtime::LoadProgram), then what they share, once.
+int PlanAllMethods(const Options& options, const Runtime& rt, const Program& program,
+                   std::FILE* out, std::FILE* err) {
+  std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(program);
+  std::vector<std::unique_ptr<Method>> methods;
+  const std::vector<std::string> names = program.method_names();
+  for (const std::string& name : names) {
+    absl::StatusOr<std::unique_ptr<Method>> method = loaded->LoadMethod(name, options.load);
+    if (!method.ok()) return Fail(err, method.status());
+    absl::FPrintF(out, "== method \"%s\" ==\n%s\n", name, FormatPlanText(**method));
+    methods.push_back(*std::move(method));
+  }
+  absl::FPrintF(out, "== program: %d methods loaded together ==\n", names.size());
+  absl::FPrintF(out, "constant replicas, made once and shared by the methods: %s\n",
+                DeviceBytes(loaded->replica_bytes()));
+  absl::FPrintF(out, "shared states: %s\n", DeviceBytes(loaded->shared_state_bytes()));
+  for (size_t i = 0; i < methods.size(); ++i) {
+    std::vector<std::string> parts;
+    for (const ArenaInfo& a : methods[i]->plan().arenas) {
+      parts.push_back(absl::StrCat(a.device_label, ": arena ", a.arena_bytes, " B, replicas made ",
+                                   a.constant_bytes, " B, shared ", a.shared_constant_bytes,
+                                   " B, shared states ", a.shared_state_bytes, " B"));
+    }
+    absl::FPrintF(out, "method \"%s\": %s\n", names[i], absl::StrJoin(parts, "; "));
+  }
+  return 0;
+}
+
+}  // namespace
+
 int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
   Runtime rt(options.runtime);
   auto verify_start = Clock::now();
   absl::StatusOr<std::unique_ptr<Program>> program = Program::Load(options.program);
   const double verify_us = MicrosSince(verify_start);
   if (!program.ok()) return Fail(err, program.status());
+  if (options.command == "plan" && !options.dot && !options.method_given &&
+      (*program)->method_names().size() > 1) {
+    return PlanAllMethods(options, rt, **program, out, err);
+  }
   auto load_start = Clock::now();
   absl::StatusOr<std::unique_ptr<Method>> method =
       rt.LoadMethod(**program, options.method, options.load);

@@ -30,6 +30,7 @@ struct Options {
   std::string command;  // "plan", "run" or "bench"
   std::string program;
   std::string method = "forward";
+  bool method_given = false;  // --method was on the command line
   LoadOptions load;
   RuntimeOptions runtime;
   int calls = -1;  // -1: the command's default

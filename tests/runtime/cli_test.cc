@@ -387,5 +387,41 @@ TEST_F(CliTest, StrictModeFailsTheLoadWithTheWarningText) {
   EXPECT_THAT(r.err, HasSubstr("error_on_per_call_copies"));
 }
 
+TEST(CliPlanTest, AProgramWithSeveralMethodsShowsEachAndWhatTheyShare) {
+  ProgramBuilder pb;
+  for (const char* name : {"prefill", "decode"}) {
+    MethodBuilder& m = pb.AddMethod(name);
+    ValueId x = m.Input("x", DType::kFloat32, {4});
+    ValueId w = m.ConstantF32("w", {4}, {1, 2, 3, 4});
+    ValueId acc = m.SharedStateF32("acc", {4}, {0, 0, 0, 0});
+    m.Output(m.GraphDelegate("cuda:0", {acc, x, w},
+                             [](MethodBuilder& g, absl::Span<const ValueId> in) {
+                               ValueId s = g.Op("add", {in[1], in[2]});
+                               return std::vector<ValueId>{g.Op("add_", {in[0], s})};
+                             })[0]);
+  }
+  const std::string path = ::testing::TempDir() + "/two_methods.ferry";
+  ASSERT_OK(pb.WriteFile(path));
+  Options options;
+  options.command = "plan";
+  options.program = path;
+  Result r = RunCli(options);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("== method \"prefill\" =="));
+  EXPECT_THAT(r.out, HasSubstr("== method \"decode\" =="));
+  EXPECT_THAT(r.out, HasSubstr("== program: 2 methods loaded together =="));
+  // w (16 bytes) once on the device, acc (16 bytes) one buffer there.
+  EXPECT_THAT(r.out, HasSubstr("constant replicas, made once and shared by the methods: sim:0 16 B"));
+  EXPECT_THAT(r.out, HasSubstr("shared states: sim:0 16 B"));
+  EXPECT_THAT(r.out, HasSubstr("replicas made 0 B, shared 16 B, shared states 16 B"));
+  // With --method, that method alone.
+  options.method = "decode";
+  options.method_given = true;
+  r = RunCli(options);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("== program")));
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace ferry::cli
