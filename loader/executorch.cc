@@ -886,6 +886,11 @@ class ProgramReader {
           "this is a Ferry program (file identifier \"FRRY\"), not an ExecuTorch "
           "one: load it with Program::Load");
     }
+    if (id.substr(0, 2) == "FT") {
+      return Invalid(absl::StrCat(
+          "this is an ExecuTorch data file (.ptd, file identifier ", Quoted(id),
+          "), not a program: a program finds its tensors in it by fully qualified name"));
+    }
     // "ET" and a two-digit version: another release of the format.
     if (id.substr(0, 2) == "ET" && absl::ascii_isdigit(static_cast<unsigned char>(id[2])) &&
         absl::ascii_isdigit(static_cast<unsigned char>(id[3]))) {

@@ -34,6 +34,8 @@
 //
 // Ownership: spans in the result (constant data, delegate payloads, named data) point into
 // `bytes`; an EtProgram must not outlive them. `bytes` is never written.
+// Allocation: the result holds copies of names, sizes and index lists (a bounded multiple of the
+// file's size), never of tensor data or payloads.
 // Thread safety: a pure function.
 #ifndef FERRY_LOADER_EXECUTORCH_H_
 #define FERRY_LOADER_EXECUTORCH_H_
@@ -208,7 +210,7 @@ struct EtMethod {
 struct EtSegment {
   uint64_t offset = 0;  // relative to the extended header's segment_base_offset
   uint64_t size = 0;
-  uint64_t file_offset = 0;  // segment_base_offset + offset (0 for an empty segment without one)
+  uint64_t file_offset = 0;  // segment_base_offset + offset; 0 for an empty segment
   absl::Span<const uint8_t> bytes;
 };
 

@@ -388,6 +388,16 @@ TEST(ExecuTorchRealProgramTest, KeywordSpottingCortexMOpsAndInt8Constants) {
   EXPECT_EQ(program.constant_segment->offsets.size(), 64u);
 }
 
+TEST(ExecuTorchRealProgramTest, ADataFileIsNotAProgram) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::vector<uint8_t> bytes =
+      ReadPte("executorch__extension_module_test_resources_linear.ptd");
+  EXPECT_THAT(ReadExecuTorchProgram(bytes),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("this is an ExecuTorch data file (.ptd, file identifier "
+                                 "\"FT01\"), not a program")));
+}
+
 void PutLE(std::vector<uint8_t>& bytes, size_t at, uint64_t value, size_t n) {
   for (size_t i = 0; i < n; ++i) bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
 }
