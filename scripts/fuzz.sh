@@ -13,17 +13,18 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
-  echo "usage: $0 [SECONDS_PER_TARGET] [TARGET...]   (targets: ferry_fuzz_program ferry_fuzz_json)" >&2
+  echo "usage: $0 [SECONDS_PER_TARGET] [TARGET...]   (targets: ferry_fuzz_program ferry_fuzz_json ferry_fuzz_pte)" >&2
   exit 2
 fi
 shift $(( $# > 0 ? 1 : 0 ))
-[ $# -eq 0 ] && set -- ferry_fuzz_program ferry_fuzz_json
+[ $# -eq 0 ] && set -- ferry_fuzz_program ferry_fuzz_json ferry_fuzz_pte
 targets=()
 for name in "$@"; do
   case "$name" in
-    program|json) targets+=("ferry_fuzz_$name") ;;
-    ferry_fuzz_program|ferry_fuzz_json) targets+=("$name") ;;
-    *) echo "$0: unknown target '$name' (ferry_fuzz_program, ferry_fuzz_json)" >&2; exit 2 ;;
+    program|json|pte) targets+=("ferry_fuzz_$name") ;;
+    ferry_fuzz_program|ferry_fuzz_json|ferry_fuzz_pte) targets+=("$name") ;;
+    *) echo "$0: unknown target '$name' (ferry_fuzz_program, ferry_fuzz_json, ferry_fuzz_pte)" >&2
+       exit 2 ;;
   esac
 done
 
@@ -49,8 +50,10 @@ for target in "${targets[@]}"; do
   echo "== $target: ${seconds}s, log in $log"
   rc=0
   # The first folder receives new inputs; the seed folder is only read.
+  dict=()
+  [ -f "$fuzz_dir/seeds/$format.dict" ] && dict=(-dict="$fuzz_dir/seeds/$format.dict")
   "$fuzz_dir/$target" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -max_total_time="$seconds" \
-    -print_final_stats=1 -artifact_prefix="$artifacts/" -dict="$fuzz_dir/seeds/$format.dict" \
+    -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" \
     "$corpus" "$fuzz_dir/seeds/$format" > "$log" 2>&1 || rc=$?
 
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
