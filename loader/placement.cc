@@ -125,6 +125,9 @@ class Placer {
     ComputeLifetimes();
     NameDiagnostics();
     FERRY_RETURN_IF_ERROR(ApplyStrictMode());
+    for (const auto& [used, declared] : declared_) {
+      if (used != declared) plan_.mapped_devices.emplace_back(declared, used);
+    }
     return std::move(plan_);
   }
 

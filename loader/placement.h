@@ -160,6 +160,9 @@ struct PlacementPlan {
   std::vector<int32_t> input_buffers;    // per method input: the buffer the caller supplies
   std::vector<int32_t> output_buffers;   // per method output: the buffer returned
   std::vector<Diagnostic> diagnostics;
+  // Devices the method's delegates declared that the device map sent elsewhere:
+  // (declared, used), e.g. (cuda:0, sim:0) on a machine without a GPU.
+  std::vector<std::pair<Device, Device>> mapped_devices;
 
   const Device& input_device(size_t i) const { return buffers[input_buffers[i]].device; }
   const Device& output_device(size_t i) const { return buffers[output_buffers[i]].device; }

@@ -190,6 +190,8 @@ class MethodLoader {
   PlacementInput pin_;
   // Phase 2.
   PlacementOptions popt_;
+  // Devices the method declared that the map sent elsewhere, for labels ("cuda:0 (as sim:0)").
+  absl::flat_hash_map<Device, Device> label_map_;
   // Phase 4.
   std::vector<int32_t> instance_of_node_;
   // Phases 5 and 7.
@@ -293,11 +295,12 @@ absl::Status MethodLoader::Place() {
     if (!d.is_host()) popt_.present_devices.push_back(d);
   }
   FERRY_ASSIGN_OR_RETURN(impl_.plan_.placement, PlaceMethod(pin_, popt_));
+  for (const auto& [declared, used] : plan().mapped_devices) label_map_[declared] = used;
   for (size_t n = 0; n < m_.nodes.size(); ++n) {
     if (backends_[n] != nullptr && !backends_[n]->SupportsDevice(plan().nodes[n].device.type)) {
       return absl::UnimplementedError(absl::StrCat(
           NodeContext(n), ": backend \"", m_.nodes[n].backend, "\" does not run on ",
-          DeviceLabel(plan().nodes[n].device, popt_.device_map)));
+          DeviceLabel(plan().nodes[n].device, label_map_)));
     }
   }
   return absl::OkStatus();
@@ -441,7 +444,7 @@ absl::Status MethodLoader::PlanSharedState(int32_t b, DeviceMemory& dm) {
   const std::string what = absl::StrCat(mctx_, ": shared state \"", value.name, "\"");
   if (state->device != buf.device) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, " lives on ", DeviceLabel(buf.device, popt_.device_map),
+        what, " lives on ", DeviceLabel(buf.device, label_map_),
         " where this method writes or reads it, but method \"", state->method,
         "\" placed it on ", state->device.ToString(),
         "; a shared state has one home device, so every method must place it there"));
@@ -562,7 +565,7 @@ absl::Status MethodLoader::PlanArenas() {
     planning_us_ += MicrosSince(device_planning_start);
     ArenaInfo info;
     info.device = device;
-    info.device_label = DeviceLabel(device, popt_.device_map);
+    info.device_label = DeviceLabel(device, label_map_);
     info.arena_bytes = dm.plan.arena_size;
     info.lower_bound = dm.plan.lower_bound;
     info.constant_bytes = dm.constant_bytes;
@@ -599,7 +602,7 @@ absl::Status MethodLoader::BudgetError(const DeviceMemory& dm, size_t need, size
   }
   const std::string where =
       host_memory ? "host memory (the host and the devices whose memory is host memory, together)"
-                  : DeviceLabel(dm.device, popt_.device_map);
+                  : DeviceLabel(dm.device, label_map_);
   std::string parts;
   if (!host_memory) {
     parts = absl::StrCat(" (arena ", FormatBytes(dm.plan.arena_size), ", constant replicas ",
@@ -636,7 +639,7 @@ absl::Status MethodLoader::CheckBudgets() {
       diag.severity = Diagnostic::Severity::kWarning;
       diag.message = absl::StrFormat(
           "%s takes %s on %s, %.0f%% of the %s %s", mctx_, FormatBytes(need),
-          DeviceLabel(dm.device, popt_.device_map), 100.0 * static_cast<double>(need) / bound,
+          DeviceLabel(dm.device, label_map_), 100.0 * static_cast<double>(need) / bound,
           FormatBytes(bound), bound == available ? "available there" : "its memory limit allows");
       diag.devices = {dm.device};
       diag.bytes = need;
@@ -904,7 +907,7 @@ void MethodLoader::DescribeIo() {
                   {value.meta.sizes.begin(), value.meta.sizes.end()},
                   value.meta.ByteSize().value_or(0),
                   device,
-                  DeviceLabel(device, popt_.device_map)};
+                  DeviceLabel(device, label_map_)};
   };
   for (size_t i = 0; i < m_.inputs.size(); ++i) {
     impl_.plan_.inputs.push_back(describe(m_.inputs[i], p.input_device(i)));

@@ -359,7 +359,9 @@ TEST(HandOff, AnOutputOnAnotherDeviceIsRefusedNamingBothDevices) {
   ASSERT_OK(produce->Execute());
   EXPECT_THAT(consume->SetInput(0, produce->Output(0)),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       ::testing::AllOf(HasSubstr("sim:1"), HasSubstr("sim:0"))));
+                       // Named as declared: the program says sim:1, not cuda:1.
+                       ::testing::AllOf(HasSubstr("must be on sim:1, but"),
+                                        HasSubstr("is on sim:0"))));
   // Nothing was bound: the input is still unset.
   EXPECT_THAT(consume->Execute(), StatusIs(absl::StatusCode::kFailedPrecondition,
                                            HasSubstr("is not set")));
