@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "ferry/loader/executorch.h"
 #include "ferry/loader/executorch_import.h"
 #include "ferry/loader/program.h"
@@ -193,6 +194,50 @@ TEST(ExecuTorchProgramTest, CliPlansAndRunsAPte) {
   }
 }
 
+// Every single-byte change of the programs that run either is refused or gives a program that
+// loads and runs (meaningful under ASan): nothing the reader accepts makes the import, the load
+// or the run crash.
+TEST(ExecuTorchProgramTest, MutatedProgramsAreRefusedOrRunNeverCrash) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  Runtime rt;
+  int ran = 0;
+  for (const char* name : {"executorch__extension_module_test_resources_add.pte",
+                           "test_models_deprecated_ModuleLinear-no-constant-segment.pte",
+                           "corey-cole__tests_models_multi.pte"}) {
+    SCOPED_TRACE(name);
+    const std::vector<uint8_t> original = ReadPte(name);
+    for (size_t at = 0; at < original.size(); ++at) {
+      for (uint8_t flip : {uint8_t{0x01}, uint8_t{0xff}}) {
+        std::vector<uint8_t> bytes = original;
+        bytes[at] ^= flip;
+        absl::StatusOr<std::unique_ptr<Program>> program = Program::FromBytes(bytes);
+        if (!program.ok()) {
+          EXPECT_FALSE(program.status().message().empty());
+          continue;
+        }
+        for (const std::string& method_name : (*program)->method_names()) {
+          absl::StatusOr<std::unique_ptr<Method>> method = rt.LoadMethod(**program, method_name);
+          if (!method.ok()) continue;
+          const MethodDef* def = *(*program)->method(method_name);
+          std::vector<std::vector<int64_t>> storage;  // zeros, 8-byte aligned
+          bool set = true;
+          for (size_t i = 0; i < def->inputs.size(); ++i) {
+            const TensorMeta& meta = def->values[def->inputs[i]].meta;
+            storage.emplace_back(meta.ByteSize().value_or(0) / sizeof(int64_t) + 1, 0);
+            set = set &&
+                  (*method)
+                      ->SetInput(i, TensorView::Host(meta.dtype, absl::MakeConstSpan(meta.sizes),
+                                                     storage.back().data()))
+                      .ok();
+          }
+          if (set && (*method)->Execute().ok()) ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_GT(ran, 0);  // most changes touch names and padding, and those programs still run
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hand-made programs: plain EtProgram data.
 
@@ -255,6 +300,85 @@ TEST(ExecuTorchImportTest, EachWriteOfAReusedValueIsItsOwnValue) {
   const float* out = method->Output(0).data_as<float>();
   EXPECT_EQ(out[0], 4 * x[0]);
   EXPECT_EQ(out[1], 4 * x[1]);
+}
+
+EtValue Constant(std::vector<int64_t> sizes, const std::vector<float>& data) {
+  EtValue v = FloatTensor(std::move(sizes));
+  v.tensor.numel = data.size();
+  v.tensor.byte_size = data.size() * sizeof(float);
+  v.tensor.data.kind = EtDataKind::kConstantSegment;
+  v.tensor.data.bytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(data.data()),
+                                            data.size() * sizeof(float));
+  return v;
+}
+
+EtValue IntList(std::vector<int32_t> items) {
+  EtValue v;
+  v.kind = EtValueKind::kIntList;
+  v.items = std::move(items);
+  return v;
+}
+
+// The ops of a linear layer as exporters write them, and the other mapped ops around them:
+//   wt = permute_copy(w, [1, 0]); y = addmm(b, x, wt); r = relu(y); v = view_copy(r, [8]);
+//   l = linear(x, w, b); m = mm(x, wt); s = sub(l, m); c = clone(l); q = div(c, y)
+TEST(ExecuTorchImportTest, LinearLayerOpsRunAgainstANaiveReference) {
+  const std::vector<float> w = {0.5f,  -1.0f, 2.0f, 1.5f, 0.25f, -0.75f,
+                                -2.0f, 1.0f,  0.5f, 3.0f, -0.5f, 1.25f};  // [4, 3]
+  const std::vector<float> b = {0.1f, -0.2f, 0.3f, 1.0f};
+  EtProgram p;
+  EtMethod m;
+  m.name = "forward";
+  m.values = {
+      FloatTensor({2, 3}),  // 0 x
+      Constant({4, 3}, w),  // 1 w
+      Constant({4}, b),     // 2 b
+      Int(1),               // 3
+      Int(0),               // 4
+      IntList({3, 4}),      // 5 dims (1, 0)
+      FloatTensor({3, 4}),  // 6 wt
+      FloatTensor({2, 4}),  // 7 y
+      FloatTensor({2, 4}),  // 8 r
+      Int(8),               // 9
+      IntList({9}),         // 10 size (8)
+      FloatTensor({8}),     // 11 v
+      FloatTensor({2, 4}),  // 12 l
+      FloatTensor({2, 4}),  // 13 m
+      FloatTensor({2, 4}),  // 14 s
+      FloatTensor({2, 4}),  // 15 c
+      FloatTensor({2, 4}),  // 16 q
+      EtValue{},            // 17 None
+  };
+  m.inputs = {0};
+  m.outputs = {11, 14, 16};
+  m.operators = {{"aten::permute_copy", "out"}, {"aten::addmm", "out"},  {"aten::relu", "out"},
+                 {"aten::view_copy", "out"},    {"aten::linear", "out"}, {"aten::mm", "out"},
+                 {"aten::sub", "out"},          {"aten::clone", "out"},  {"aten::div", "out"}};
+  m.instructions = {
+      Call(0, {1, 5, 6, 6}),        Call(1, {2, 0, 6, 3, 3, 7, 7}), Call(2, {7, 8, 8}),
+      Call(3, {8, 10, 11, 11}),     Call(4, {0, 1, 2, 12, 12}),     Call(5, {0, 6, 13, 13}),
+      Call(6, {12, 13, 3, 14, 14}), Call(7, {12, 17, 15, 15}),      Call(8, {15, 7, 16, 16}),
+  };
+  p.methods.push_back(std::move(m));
+  ASSERT_OK_AND_ASSIGN(EtImport imported, ImportExecuTorchProgram(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(imported.methods[0]));
+  std::vector<float> x = {1.0f, -2.0f, 0.5f, 3.0f, 0.25f, -1.5f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* v = method->Output(0).data_as<float>();
+  const float* s = method->Output(1).data_as<float>();
+  const float* q = method->Output(2).data_as<float>();
+  for (int i = 0; i < 2; ++i) {
+    for (int o = 0; o < 4; ++o) {
+      float y = b[o];
+      for (int k = 0; k < 3; ++k) y += x[i * 3 + k] * w[o * 3 + k];
+      SCOPED_TRACE(absl::StrCat("row ", i, ", column ", o));
+      EXPECT_NEAR(v[i * 4 + o], y > 0 ? y : 0, 1e-5);
+      EXPECT_NEAR(s[i * 4 + o], b[o], 1e-5);
+      EXPECT_NEAR(q[i * 4 + o], 1.0f, 1e-5);
+    }
+  }
 }
 
 TEST(ExecuTorchImportTest, AlphaOtherThanOneIsRefused) {
