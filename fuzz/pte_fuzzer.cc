@@ -1,7 +1,8 @@
 // libFuzzer target: the input is an ExecuTorch program (.pte), read by ReadExecuTorchProgram; an
 // accepted program is walked whole (every index followed, every span read), so that anything the
 // reader let through that points outside the input or the program faults under ASan. Seeds: the
-// real programs of ../shared/pte when that folder exists. See fuzz/README.md.
+// real programs of ../shared/pte when that folder exists. An accepted program is then mapped onto
+// MethodDefs (ImportExecuTorchProgram), whose constants are read whole. See fuzz/README.md.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 
 #include "absl/types/span.h"
 #include "ferry/loader/executorch.h"
+#include "ferry/loader/executorch_import.h"
 
 namespace {
 
@@ -62,6 +64,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 0) std::memcpy(copy.get(), data, size);
   absl::StatusOr<ferry::EtProgram> program =
       ferry::ReadExecuTorchProgram(absl::MakeConstSpan(copy.get(), size));
-  if (program.ok()) Walk(*program);
+  if (!program.ok()) return 0;
+  Walk(*program);
+  absl::StatusOr<ferry::EtImport> imported = ferry::ImportExecuTorchProgram(*program);
+  if (imported.ok()) {
+    volatile uint8_t sink = 0;
+    for (const ferry::MethodDef& method : imported->methods) {
+      for (const ferry::ValueDef& value : method.values) sink = sink ^ Touch(value.data);
+    }
+  }
   return 0;
 }

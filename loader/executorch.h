@@ -8,7 +8,7 @@
 // ReadExecuTorchProgram turns the bytes of a .pte file into plain data: per method its values,
 // inputs, outputs, instructions, operators and delegates, and for the program its segments,
 // constants and named data. It executes nothing and maps nothing onto Ferry's MethodDef; that is
-// the caller's business (a later step).
+// loader/executorch_import.h's job.
 //
 // The format (loader/schema/executorch_program.fbs): a FlatBuffer with file identifier "ET12" at
 // bytes 4..7, optionally followed at bytes 8.. by an extended header (magic "eh00", its length,

@@ -15,6 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "flatbuffers/idl.h"
 #include "ferry/loader/internal/serialize.h"
+#include "ferry/loader/executorch.h"
+#include "ferry/loader/executorch_import.h"
 #include "ferry/loader/internal/verify.h"
 #include "ferry/loader/program_mapping.h"
 #include "ferry/memory/status_macros.h"
@@ -115,6 +117,8 @@ struct Program::Storage {
   size_t size = 0;
   std::unique_ptr<ProgramMapping> mapping;  // the file's mapping, when mapped
   AlignedBytes owned;
+  // An ExecuTorch program's constants, copied to 64-byte alignment by the import.
+  std::unique_ptr<uint8_t, EtImport::FreeDeleter> imported_constants;
 };
 
 Program::Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods)
@@ -123,12 +127,25 @@ Program::Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> method
 Program::~Program() = default;
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage> storage) {
+  if (storage->size >= 8 && std::memcmp(storage->data + 4, kExecuTorchFileIdentifier, 4) == 0) {
+    return CreateFromExecuTorch(std::move(storage));
+  }
   FERRY_ASSIGN_OR_RETURN(
       const fbs::Program* root,
       internal::VerifyProgram(absl::MakeConstSpan(storage->data, storage->size), {}));
   std::vector<MethodDef> methods = internal::BuildMethodDefs(*root);
   for (MethodDef& m : methods) m.mapping = storage->mapping.get();
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(methods)));
+}
+
+absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
+    std::unique_ptr<Storage> storage) {
+  FERRY_ASSIGN_OR_RETURN(EtProgram et,
+                         ReadExecuTorchProgram(absl::MakeConstSpan(storage->data, storage->size)));
+  FERRY_ASSIGN_OR_RETURN(EtImport imported, ImportExecuTorchProgram(et));
+  // The methods point into the copied constants only, never into the file's bytes.
+  storage->imported_constants = std::move(imported.constant_data);
+  return std::unique_ptr<Program>(new Program(std::move(storage), std::move(imported.methods)));
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path) {

@@ -12,6 +12,13 @@
 //   method "forward", node 12 (add): argument 1 is value 40, but the method has 38 values
 // Files ending in ".json" are parsed as the JSON form with the built-in schema.
 //
+// ExecuTorch programs (.pte, file identifier "ET12" at bytes 4..7) load through the same calls:
+// loader/executorch.h reads and verifies them and loader/executorch_import.h maps their methods
+// onto MethodDefs, so method_names() and method() work alike for both formats. Their constants
+// are copied to 64-byte aligned memory owned by the Program (ExecuTorch aligns them to 16 bytes).
+// Ops, delegates and data the import does not support are Unimplemented, naming the method and
+// the instruction.
+//
 // Format invariants (loader/schema/program.fbs): constant and state data start at multiples of 64
 // bytes from the start of the program, and the program's size is a multiple of 64, so that data
 // can be used and copied in place and a truncated file is detected. Ferry's writer
@@ -78,6 +85,9 @@ class Program {
   Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods);
   // Verifies the bytes in `storage` and builds the methods over them.
   static absl::StatusOr<std::unique_ptr<Program>> Create(std::unique_ptr<Storage> storage);
+  // The same for an ExecuTorch program (file identifier "ET12").
+  static absl::StatusOr<std::unique_ptr<Program>> CreateFromExecuTorch(
+      std::unique_ptr<Storage> storage);
   std::unique_ptr<Storage> storage_;
   std::vector<MethodDef> methods_;
 };

@@ -1,0 +1,61 @@
+// ExecuTorch methods mapped onto Ferry's method model (loader/method_graph.h).
+//
+//   FERRY_ASSIGN_OR_RETURN(EtProgram et, ReadExecuTorchProgram(bytes));
+//   FERRY_ASSIGN_OR_RETURN(EtImport imported, ImportExecuTorchProgram(et));
+//   for (const MethodDef& m : imported.methods) { ... }
+//
+// Program::Load and Program::FromBytes call this for files with the identifier "ET12"; most
+// callers never see it.
+//
+// What becomes what:
+//  - method inputs become kInput values (tensors only), in the method's order;
+//  - tensors with data in the program (constant segment, legacy constant_buffer) become kConstant
+//    values; their bytes are copied into 64-byte aligned storage owned by the EtImport, since
+//    ExecuTorch aligns constants to 16 bytes only;
+//  - Int, Double, Bool values and IntLists (whose items are value indices of Int values) become
+//    kScalar values where an op reads them;
+//  - each kernel call becomes one or a few host op nodes (the table in executorch_import.cc);
+//    ExecuTorch writes results into preallocated `out` values and reuses them, Ferry produces
+//    each intermediate once, so every result gets its own value and a later read of the ExecuTorch
+//    value (and a method output) refers to its latest producer;
+//  - a cast of a constant (`_to_dim_order_copy` to another dtype) is done here, once, into a new
+//    constant.
+// ExecuTorch's memory plan (memory_id, offsets) is not used: Ferry plans its own arenas.
+//
+// Errors: Unimplemented naming the method and instruction for an op, backend, dtype, dynamic
+// shape or scalar value Ferry does not support (a delegate call, `etnp::lstm.out`, alpha != 1,
+// weights in an external .ptd file); InvalidArgument for a call whose arguments do not fit its
+// op's schema or that reads a value nothing has written.
+// Ownership: the MethodDefs' constant spans point into `constant_data` (moving an EtImport keeps
+// them valid); nothing points into the EtProgram or its file.
+// Thread safety: a pure function. Allocates the MethodDefs and a copy of the constants.
+#ifndef FERRY_LOADER_EXECUTORCH_IMPORT_H_
+#define FERRY_LOADER_EXECUTORCH_IMPORT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ferry/loader/executorch.h"
+#include "ferry/loader/method_graph.h"
+
+namespace ferry {
+
+struct EtImport {
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::vector<MethodDef> methods;  // in the program's order
+  // The constants of every method, each at a multiple of 64 bytes; null when there are none.
+  std::unique_ptr<uint8_t, FreeDeleter> constant_data;
+  size_t constant_bytes = 0;
+};
+
+absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program);
+
+}  // namespace ferry
+
+#endif  // FERRY_LOADER_EXECUTORCH_IMPORT_H_

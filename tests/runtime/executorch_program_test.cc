@@ -1,0 +1,409 @@
+// ExecuTorch programs through Program::Load, Runtime::LoadMethod and Execute: the real programs in
+// ../shared/pte that have portable ops only run, with outputs computed here from the inputs and
+// from constants read off the file by the reader; the others are refused with messages naming the
+// op, the backend or the external weights. Hand-made programs (plain EtProgram data) check that a
+// reused `out` value gives each write its own Ferry value.
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ferry/loader/executorch.h"
+#include "ferry/loader/executorch_import.h"
+#include "ferry/loader/program.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/cli/commands.h"
+#include "ferry/runtime/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const std::filesystem::path kPteDir = std::filesystem::path(FERRY_SHARED_DIR) / "pte";
+
+#define SKIP_WITHOUT_REAL_PROGRAMS()                                                      \
+  if (!std::filesystem::is_directory(kPteDir)) {                                          \
+    GTEST_SKIP() << "no real ExecuTorch programs: " << kPteDir.string()                   \
+                 << " is absent (it is shared between checkouts, beside the repository)"; \
+  }
+
+std::string PtePath(const std::string& name) { return (kPteDir / name).string(); }
+
+std::vector<uint8_t> ReadPte(const std::string& name) {
+  std::ifstream in(PtePath(name), std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<float> Floats(absl::Span<const uint8_t> bytes) {
+  std::vector<float> out(bytes.size() / sizeof(float));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+// Runs `method` of `program` once on float32 inputs and returns its output 0.
+absl::StatusOr<std::vector<float>> RunFloat(const Program& program, const std::string& method,
+                                            std::vector<std::vector<float>>& inputs) {
+  Runtime rt;
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Method> m, rt.LoadMethod(program, method));
+  FERRY_ASSIGN_OR_RETURN(const MethodDef* def, program.method(method));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorMeta& meta = def->values[def->inputs[i]].meta;
+    FERRY_RETURN_IF_ERROR(m->SetInput(
+        i, TensorView::Host(DType::kFloat32, absl::MakeConstSpan(meta.sizes), inputs[i].data())));
+  }
+  FERRY_RETURN_IF_ERROR(m->Execute());
+  const TensorView out = m->Output(0);
+  EXPECT_EQ(out.dtype(), DType::kFloat32);
+  const float* data = out.data_as<float>();
+  return std::vector<float>(data, data + TensorRef::Contiguous(out.dtype(), out.sizes()).numel());
+}
+
+TEST(ExecuTorchProgramTest, AddRuns) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Program> program,
+      Program::Load(PtePath("executorch__extension_module_test_resources_add.pte")));
+  EXPECT_THAT(program->method_names(), ElementsAre("forward"));
+  const float a = 2.5f, b = -0.75f;
+  std::vector<std::vector<float>> inputs = {{a}, {b}};
+  ASSERT_OK_AND_ASSIGN(std::vector<float> out, RunFloat(*program, "forward", inputs));
+  EXPECT_THAT(out, ElementsAre(a + b));
+}
+
+TEST(ExecuTorchProgramTest, LegacyConstantsRunAndAreAligned) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::string name = "test_models_deprecated_ModuleLinear-no-constant-segment.pte";
+  // The constants, read by the reader: forward(x) = a * x + b (mul, then add with alpha 1).
+  const std::vector<uint8_t> bytes = ReadPte(name);
+  ASSERT_OK_AND_ASSIGN(EtProgram et, ReadExecuTorchProgram(bytes));
+  const std::vector<float> a = Floats(et.methods[0].values[0].tensor.data.bytes);
+  const std::vector<float> b = Floats(et.methods[0].values[1].tensor.data.bytes);
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::Load(PtePath(name)));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* def, program->method("forward"));
+  int constants = 0;
+  for (const ValueDef& v : def->values) {
+    if (v.kind != ValueKind::kConstant) continue;
+    ++constants;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data.data()) % 64, 0u) << v.name;
+    EXPECT_EQ(v.data.size(), 16u) << v.name;
+  }
+  EXPECT_EQ(constants, 2);
+
+  std::vector<std::vector<float>> inputs = {{1.5f, -2.0f, 0.25f, 10.0f}};
+  ASSERT_OK_AND_ASSIGN(std::vector<float> out, RunFloat(*program, "forward", inputs));
+  ASSERT_EQ(out.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[i], a[i] * inputs[0][i] + b[i]) << i;
+}
+
+TEST(ExecuTorchProgramTest, TwoMethodsWithACastConstantRun) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::string name = "corey-cole__tests_models_multi.pte";
+  // Both methods add an int64 constant, cast to float32 by _to_dim_order_copy, to the input.
+  const std::vector<uint8_t> bytes = ReadPte(name);
+  ASSERT_OK_AND_ASSIGN(EtProgram et, ReadExecuTorchProgram(bytes));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::Load(PtePath(name)));
+  EXPECT_THAT(program->method_names(), ElementsAre("double", "forward"));
+  for (const std::string method : {"double", "forward"}) {
+    SCOPED_TRACE(method);
+    int64_t constant = 0;
+    const EtTensor& c = et.method(method)->values[0].tensor;
+    ASSERT_EQ(c.data.bytes.size(), sizeof(constant));
+    std::memcpy(&constant, c.data.bytes.data(), sizeof(constant));
+    std::vector<std::vector<float>> inputs = {{3.0f, -4.5f}};
+    ASSERT_OK_AND_ASSIGN(std::vector<float> out, RunFloat(*program, method, inputs));
+    EXPECT_THAT(out, ElementsAre(3.0f + static_cast<float>(constant),
+                                 -4.5f + static_cast<float>(constant)));
+  }
+}
+
+TEST(ExecuTorchProgramTest, UnsupportedProgramsAreRefusedNamingWhy) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  EXPECT_THAT(Program::Load(PtePath("corey-cole__tests_models_lstm_lstm.pte")),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("method \"forward\", instruction 0 (etnp::lstm.out): op "
+                                 "\"etnp::lstm.out\" is not supported")));
+  EXPECT_THAT(Program::Load(PtePath("examples_arduino_examples_KeywordSpotting_model.pte")),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("instruction 0 (cortex_m::quantize_per_tensor.out): op "
+                                 "\"cortex_m::quantize_per_tensor.out\" is not supported")));
+  EXPECT_THAT(Program::Load(PtePath("corey-cole__tests_models_add.pte")),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("method \"forward\", instruction 0: a delegate call to backend "
+                                 "\"XnnpackBackend\"")));
+  EXPECT_THAT(Program::Load(PtePath("executorch__extension_module_test_resources_linear.pte")),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("instruction 0 (aten::permute_copy.out): value 0 "
+                                       "(\"linear.weight\")"),
+                             HasSubstr("its weights are external"))));
+}
+
+TEST(ExecuTorchProgramTest, FromBytesTellsTheFormatsApart) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::vector<uint8_t> bytes = ReadPte("executorch__extension_module_test_resources_add.pte");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(bytes));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* def, program->method("forward"));
+  ASSERT_EQ(def->nodes.size(), 1u);
+  EXPECT_EQ(def->nodes[0].op, "add");
+  EXPECT_EQ(def->inputs.size(), 2u);
+  EXPECT_EQ(def->outputs.size(), 1u);
+  // A .ptd data file is not a program; the reader says what it is.
+  EXPECT_THAT(Program::FromBytes(ReadPte("executorch__extension_module_test_resources_linear.ptd")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("FT01")));
+}
+
+TEST(ExecuTorchProgramTest, CliPlansAndRunsAPte) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  for (const std::string command : {"plan", "run"}) {
+    SCOPED_TRACE(command);
+    cli::Options o;
+    o.command = command;
+    o.program = PtePath("test_models_deprecated_ModuleLinear-no-constant-segment.pte");
+    o.method = "forward";
+    o.method_given = true;
+    o.calls = 1;
+    o.warmup = 0;
+    std::FILE* out = std::tmpfile();
+    std::FILE* err = std::tmpfile();
+    const int code = cli::RunCommand(o, out, err);
+    std::string text(1 << 16, '\0');
+    std::rewind(out);
+    text.resize(std::fread(text.data(), 1, text.size(), out));
+    std::string errors(1 << 16, '\0');
+    std::rewind(err);
+    errors.resize(std::fread(errors.data(), 1, errors.size(), err));
+    std::fclose(out);
+    std::fclose(err);
+    EXPECT_EQ(code, cli::kExitOk) << errors;
+    EXPECT_THAT(text, HasSubstr(command == "plan" ? "arenas:" : "output 0"));
+  }
+}
+
+// Every single-byte change of the programs that run either is refused or gives a program that
+// loads and runs (meaningful under ASan): nothing the reader accepts makes the import, the load
+// or the run crash.
+TEST(ExecuTorchProgramTest, MutatedProgramsAreRefusedOrRunNeverCrash) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  Runtime rt;
+  int ran = 0;
+  for (const char* name : {"executorch__extension_module_test_resources_add.pte",
+                           "test_models_deprecated_ModuleLinear-no-constant-segment.pte",
+                           "corey-cole__tests_models_multi.pte"}) {
+    SCOPED_TRACE(name);
+    const std::vector<uint8_t> original = ReadPte(name);
+    for (size_t at = 0; at < original.size(); ++at) {
+      for (uint8_t flip : {uint8_t{0x01}, uint8_t{0xff}}) {
+        std::vector<uint8_t> bytes = original;
+        bytes[at] ^= flip;
+        absl::StatusOr<std::unique_ptr<Program>> program = Program::FromBytes(bytes);
+        if (!program.ok()) {
+          EXPECT_FALSE(program.status().message().empty());
+          continue;
+        }
+        for (const std::string& method_name : (*program)->method_names()) {
+          absl::StatusOr<std::unique_ptr<Method>> method = rt.LoadMethod(**program, method_name);
+          if (!method.ok()) continue;
+          const MethodDef* def = *(*program)->method(method_name);
+          std::vector<std::vector<int64_t>> storage;  // zeros, 8-byte aligned
+          bool set = true;
+          for (size_t i = 0; i < def->inputs.size(); ++i) {
+            const TensorMeta& meta = def->values[def->inputs[i]].meta;
+            storage.emplace_back(meta.ByteSize().value_or(0) / sizeof(int64_t) + 1, 0);
+            set = set &&
+                  (*method)
+                      ->SetInput(i, TensorView::Host(meta.dtype, absl::MakeConstSpan(meta.sizes),
+                                                     storage.back().data()))
+                      .ok();
+          }
+          if (set && (*method)->Execute().ok()) ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_GT(ran, 0);  // most changes touch names and padding, and those programs still run
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-made programs: plain EtProgram data.
+
+EtValue FloatTensor(std::vector<int64_t> sizes) {
+  EtValue v;
+  v.kind = EtValueKind::kTensor;
+  v.tensor.scalar_type = 6;
+  v.tensor.dtype = DType::kFloat32;
+  v.tensor.element_size = 4;
+  v.tensor.sizes = std::move(sizes);
+  return v;
+}
+
+EtValue Int(int64_t i) {
+  EtValue v;
+  v.kind = EtValueKind::kInt;
+  v.int_value = i;
+  return v;
+}
+
+EtInstruction Call(int32_t op, std::vector<int32_t> args) {
+  EtInstruction i;
+  i.kind = EtInstructionKind::kKernelCall;
+  i.op_index = op;
+  i.args = std::move(args);
+  return i;
+}
+
+// forward(x) = y, where y = x + x, then y = y + y: value 1 is written twice, as ExecuTorch does
+// when it reuses an `out`.
+EtProgram ReusedOut(int64_t alpha) {
+  EtProgram p;
+  EtMethod m;
+  m.name = "forward";
+  m.values = {FloatTensor({2}), FloatTensor({2}), Int(alpha)};
+  m.inputs = {0};
+  m.outputs = {1};
+  m.operators = {{"aten::add", "out"}};
+  m.instructions = {Call(0, {0, 0, 2, 1, 1}), Call(0, {1, 1, 2, 1, 1})};
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
+TEST(ExecuTorchImportTest, EachWriteOfAReusedValueIsItsOwnValue) {
+  ASSERT_OK_AND_ASSIGN(EtImport imported, ImportExecuTorchProgram(ReusedOut(1)));
+  ASSERT_EQ(imported.methods.size(), 1u);
+  const MethodDef& m = imported.methods[0];
+  ASSERT_EQ(m.nodes.size(), 2u);
+  const ValueId first = m.nodes[0].results[0];
+  const ValueId second = m.nodes[1].results[0];
+  EXPECT_NE(first, second);
+  EXPECT_THAT(m.nodes[1].args, ElementsAre(first, first));
+  EXPECT_THAT(m.outputs, ElementsAre(second));
+
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(m));
+  std::vector<float> x = {1.5f, -3.0f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* out = method->Output(0).data_as<float>();
+  EXPECT_EQ(out[0], 4 * x[0]);
+  EXPECT_EQ(out[1], 4 * x[1]);
+}
+
+EtValue Constant(std::vector<int64_t> sizes, const std::vector<float>& data) {
+  EtValue v = FloatTensor(std::move(sizes));
+  v.tensor.numel = data.size();
+  v.tensor.byte_size = data.size() * sizeof(float);
+  v.tensor.data.kind = EtDataKind::kConstantSegment;
+  v.tensor.data.bytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(data.data()),
+                                            data.size() * sizeof(float));
+  return v;
+}
+
+EtValue IntList(std::vector<int32_t> items) {
+  EtValue v;
+  v.kind = EtValueKind::kIntList;
+  v.items = std::move(items);
+  return v;
+}
+
+// The ops of a linear layer as exporters write them, and the other mapped ops around them:
+//   wt = permute_copy(w, [1, 0]); y = addmm(b, x, wt); r = relu(y); v = view_copy(r, [8]);
+//   l = linear(x, w, b); m = mm(x, wt); s = sub(l, m); c = clone(l); q = div(c, y)
+TEST(ExecuTorchImportTest, LinearLayerOpsRunAgainstANaiveReference) {
+  const std::vector<float> w = {0.5f,  -1.0f, 2.0f, 1.5f, 0.25f, -0.75f,
+                                -2.0f, 1.0f,  0.5f, 3.0f, -0.5f, 1.25f};  // [4, 3]
+  const std::vector<float> b = {0.1f, -0.2f, 0.3f, 1.0f};
+  EtProgram p;
+  EtMethod m;
+  m.name = "forward";
+  m.values = {
+      FloatTensor({2, 3}),  // 0 x
+      Constant({4, 3}, w),  // 1 w
+      Constant({4}, b),     // 2 b
+      Int(1),               // 3
+      Int(0),               // 4
+      IntList({3, 4}),      // 5 dims (1, 0)
+      FloatTensor({3, 4}),  // 6 wt
+      FloatTensor({2, 4}),  // 7 y
+      FloatTensor({2, 4}),  // 8 r
+      Int(8),               // 9
+      IntList({9}),         // 10 size (8)
+      FloatTensor({8}),     // 11 v
+      FloatTensor({2, 4}),  // 12 l
+      FloatTensor({2, 4}),  // 13 m
+      FloatTensor({2, 4}),  // 14 s
+      FloatTensor({2, 4}),  // 15 c
+      FloatTensor({2, 4}),  // 16 q
+      EtValue{},            // 17 None
+  };
+  m.inputs = {0};
+  m.outputs = {11, 14, 16};
+  m.operators = {{"aten::permute_copy", "out"}, {"aten::addmm", "out"},  {"aten::relu", "out"},
+                 {"aten::view_copy", "out"},    {"aten::linear", "out"}, {"aten::mm", "out"},
+                 {"aten::sub", "out"},          {"aten::clone", "out"},  {"aten::div", "out"}};
+  m.instructions = {
+      Call(0, {1, 5, 6, 6}),        Call(1, {2, 0, 6, 3, 3, 7, 7}), Call(2, {7, 8, 8}),
+      Call(3, {8, 10, 11, 11}),     Call(4, {0, 1, 2, 12, 12}),     Call(5, {0, 6, 13, 13}),
+      Call(6, {12, 13, 3, 14, 14}), Call(7, {12, 17, 15, 15}),      Call(8, {15, 7, 16, 16}),
+  };
+  p.methods.push_back(std::move(m));
+  ASSERT_OK_AND_ASSIGN(EtImport imported, ImportExecuTorchProgram(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(imported.methods[0]));
+  std::vector<float> x = {1.0f, -2.0f, 0.5f, 3.0f, 0.25f, -1.5f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* v = method->Output(0).data_as<float>();
+  const float* s = method->Output(1).data_as<float>();
+  const float* q = method->Output(2).data_as<float>();
+  for (int i = 0; i < 2; ++i) {
+    for (int o = 0; o < 4; ++o) {
+      float y = b[o];
+      for (int k = 0; k < 3; ++k) y += x[i * 3 + k] * w[o * 3 + k];
+      SCOPED_TRACE(absl::StrCat("row ", i, ", column ", o));
+      EXPECT_NEAR(v[i * 4 + o], y > 0 ? y : 0, 1e-5);
+      EXPECT_NEAR(s[i * 4 + o], b[o], 1e-5);
+      EXPECT_NEAR(q[i * 4 + o], 1.0f, 1e-5);
+    }
+  }
+}
+
+TEST(ExecuTorchImportTest, AlphaOtherThanOneIsRefused) {
+  EXPECT_THAT(ImportExecuTorchProgram(ReusedOut(2)),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("method \"forward\", instruction 0 (aten::add.out): alpha is 2; "
+                                 "only alpha = 1 is supported")));
+}
+
+TEST(ExecuTorchImportTest, AReadBeforeAnyWriteIsRefused) {
+  EtProgram p = ReusedOut(1);
+  p.methods[0].inputs = {};
+  EXPECT_THAT(ImportExecuTorchProgram(p),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("instruction 0 (aten::add.out): value 0 is read before any "
+                                 "instruction writes it")));
+}
+
+TEST(ExecuTorchImportTest, AWrongArgumentCountIsRefused) {
+  EtProgram p = ReusedOut(1);
+  p.methods[0].instructions[0].args = {0, 0, 1, 1};
+  EXPECT_THAT(ImportExecuTorchProgram(p),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("instruction 0 (aten::add.out): the call passes 4 arguments")));
+}
+
+}  // namespace
+}  // namespace ferry
