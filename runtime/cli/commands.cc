@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -83,7 +84,8 @@ constexpr OptionSpec kOptions[] = {
     {"--calls", "N", kRun | kBench, "calls to execute, at least 1 (default: run 1, bench 1000)"},
     {"--warmup", "N", kBench, "calls before measuring (default 10)"},
     {"--input", "NAME=V,V", kRun,
-     "values of an input (repeated to fill it), instead of generated ones"},
+     "values of an input, by name or position (0, 1, ...; repeated to fill it), instead of "
+     "generated ones"},
     {"--dot", nullptr, kPlan, "print Graphviz DOT instead of text"},
     {"--json", nullptr, kBench, "print JSON instead of a table"},
 };
@@ -216,7 +218,9 @@ absl::Status FillInputs(const Options& options, const Runtime& rt, Method& metho
     std::vector<uint8_t>& bytes = buffers.host[i];
     bytes.assign(io.bytes, 0);
     const size_t count = io.bytes / DTypeSize(io.dtype);
+    // By name, or by position for inputs without a name of their own (ExecuTorch's).
     auto given = options.inputs.find(io.name);
+    if (given == options.inputs.end()) given = options.inputs.find(std::to_string(i));
     for (size_t j = 0; j < count; ++j) {
       double v;
       if (given != options.inputs.end()) {
@@ -240,8 +244,14 @@ absl::Status FillInputs(const Options& options, const Runtime& rt, Method& metho
   }
   for (const auto& [name, values] : options.inputs) {
     bool found = false;
-    for (const IoInfo& io : plan.inputs) found = found || io.name == name;
-    if (!found) return absl::InvalidArgumentError(absl::StrCat("--input: the method has no input \"", name, "\""));
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+      found = found || plan.inputs[i].name == name || std::to_string(i) == name;
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input: the method has no input \"", name, "\" (name one, or give its position, 0 to ",
+          plan.inputs.size() - 1, ")"));
+    }
   }
   return absl::OkStatus();
 }

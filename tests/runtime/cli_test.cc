@@ -304,6 +304,20 @@ TEST_F(CliTest, RunAcceptsGivenInputs) {
   r = RunCli(o);
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("\"nope\""));
+  // By position, as for ExecuTorch inputs: input 1 is pos.
+  o.inputs.clear();
+  o.inputs["1"] = {99};
+  r = RunCli(o);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("index_put_"));
+  o.inputs.clear();
+  o.inputs["1"] = {3};
+  EXPECT_EQ(RunCli(o).code, 0);
+  o.inputs.clear();
+  o.inputs["3"] = {1};  // three inputs: 0, 1, 2
+  r = RunCli(o);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no input \"3\" (name one, or give its position, 0 to 2)"));
 }
 
 TEST_F(CliTest, InputValuesMustFitTheInputsDtype) {
