@@ -26,6 +26,8 @@
 //                                        writes self; indices int64 [n]; values broadcast to
 //                                        [n, self.sizes[1:]...]; an out-of-range index is a
 //                                        run-time InvalidArgument and nothing is written
+//   embedding(t weight, t indices)       out[i, ...] = weight[indices[i], ...]; indices int64 [n];
+//                                        an out-of-range index is a run-time InvalidArgument
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/op_registry.h"
 #include "ferry/memory/status_macros.h"

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace ferry::example {
 namespace {
 
@@ -27,10 +29,7 @@ std::vector<float> Random(Lcg& rng, int64_t n, float scale, float offset = 0.0f)
   return v;
 }
 
-}  // namespace
-
-DecoderWeights MakeDecoderWeights() {
-  Lcg rng(0x5eed);
+DecoderWeights RandomDecoderWeights(Lcg& rng) {
   DecoderWeights w;
   const float proj = 1.0f / std::sqrt(static_cast<float>(kModel));
   w.norm1 = Random(rng, kModel, 0.1f, 1.0f);
@@ -43,6 +42,38 @@ DecoderWeights MakeDecoderWeights() {
   w.w3 = Random(rng, kHidden * kModel, proj);
   w.w2 = Random(rng, kModel * kHidden, 1.0f / std::sqrt(static_cast<float>(kHidden)));
   return w;
+}
+
+}  // namespace
+
+DecoderWeights MakeDecoderWeights() {
+  Lcg rng(0x5eed);
+  return RandomDecoderWeights(rng);
+}
+
+ValueId AttentionGraph(MethodBuilder& g, const AttentionValues& v, int64_t tokens,
+                       int64_t cache_rows) {
+  ValueId q = g.Op("linear", {v.h, v.wq}, "q_proj");
+  ValueId k = g.Op("linear", {v.h, v.wk}, "k_proj");
+  ValueId val = g.Op("linear", {v.h, v.wv}, "v_proj");
+  g.Op("index_put_", {v.k_cache, v.pos, k}, "k_cache_update");
+  g.Op("index_put_", {v.v_cache, v.pos, val}, "v_cache_update");
+  // [tokens, kModel] -> [kHeads, tokens, kHeadDim]; the caches -> [kHeads, kHeadDim, rows] (keys)
+  // and [kHeads, rows, kHeadDim] (values).
+  ValueId qh = g.Op("transpose", {g.Op("view", {q, g.IntList({tokens, kHeads, kHeadDim})}),
+                                  g.Int(0), g.Int(1)});
+  ValueId kh = g.Op("permute", {g.Op("view", {v.k_cache, g.IntList({cache_rows, kHeads, kHeadDim})}),
+                                g.IntList({1, 2, 0})});
+  ValueId scores = g.Op("matmul", {qh, kh}, "scores");
+  scores = g.Op("mul", {scores, g.Double(1.0 / std::sqrt(static_cast<double>(kHeadDim)))});
+  scores = g.Op("add", {scores, v.mask}, "masked");
+  ValueId probs = g.Op("softmax", {scores, g.Int(-1)});
+  ValueId vh = g.Op("transpose", {g.Op("view", {v.v_cache, g.IntList({cache_rows, kHeads, kHeadDim})}),
+                                  g.Int(0), g.Int(1)});
+  ValueId ctx = g.Op("matmul", {probs, vh}, "context");
+  ctx = g.Op("transpose", {ctx, g.Int(0), g.Int(1)});
+  ctx = g.Op("reshape", {ctx, g.IntList({tokens, kModel})});
+  return g.Op("linear", {ctx, v.wo}, "o_proj");
 }
 
 void AddDecoderMethod(ProgramBuilder& builder, std::optional<std::string> device) {
@@ -66,27 +97,8 @@ void AddDecoderMethod(ProgramBuilder& builder, std::optional<std::string> device
   ValueId h = m.Op("rms_norm", {x, norm1_weight, m.Double(kEps)}, "norm1");
 
   auto attention = [](MethodBuilder& g, absl::Span<const ValueId> in) {
-    ValueId h = in[0], wq = in[1], wk = in[2], wv = in[3], wo = in[4];
-    ValueId kc = in[5], vc = in[6], pos = in[7], mask = in[8];
-    ValueId q = g.Op("linear", {h, wq}, "q_proj");
-    ValueId k = g.Op("linear", {h, wk}, "k_proj");
-    ValueId v = g.Op("linear", {h, wv}, "v_proj");
-    g.Op("index_put_", {kc, pos, k}, "k_cache_update");
-    g.Op("index_put_", {vc, pos, v}, "v_cache_update");
-    ValueId qh = g.Op("transpose", {g.Op("view", {q, g.IntList({1, kHeads, kHeadDim})}),
-                                    g.Int(0), g.Int(1)});
-    ValueId kh = g.Op("permute", {g.Op("view", {kc, g.IntList({kSeq, kHeads, kHeadDim})}),
-                                  g.IntList({1, 2, 0})});
-    ValueId scores = g.Op("matmul", {qh, kh}, "scores");
-    scores = g.Op("mul", {scores, g.Double(1.0 / std::sqrt(static_cast<double>(kHeadDim)))});
-    scores = g.Op("add", {scores, mask}, "masked");
-    ValueId probs = g.Op("softmax", {scores, g.Int(-1)});
-    ValueId vh = g.Op("transpose", {g.Op("view", {vc, g.IntList({kSeq, kHeads, kHeadDim})}),
-                                    g.Int(0), g.Int(1)});
-    ValueId ctx = g.Op("matmul", {probs, vh}, "context");
-    ctx = g.Op("transpose", {ctx, g.Int(0), g.Int(1)});
-    ctx = g.Op("reshape", {ctx, g.IntList({1, kModel})});
-    return std::vector<ValueId>{g.Op("linear", {ctx, wo}, "o_proj")};
+    AttentionValues v{in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8]};
+    return std::vector<ValueId>{AttentionGraph(g, v, /*tokens=*/1, kSeq)};
   };
   ValueId attn;
   std::vector<ValueId> attn_args = {h, wq, wk, wv, wo, k_cache, v_cache, pos, mask};
@@ -119,9 +131,106 @@ DecoderInputs MakeDecoderInputs(int64_t step) {
   }
   const int64_t p = step % kSeq;
   in.pos = {p};
-  in.mask.resize(kSeq);
-  for (int64_t j = 0; j < kSeq; ++j) in.mask[j] = j <= p ? 0.0f : kMaskedOut;
+  CausalMask(in.pos, kSeq, &in.mask);
   return in;
+}
+
+// ---- the decode-loop example ------------------------------------------------------------------
+
+LanguageModelWeights MakeLanguageModelWeights() {
+  Lcg rng(0x10ad);
+  LanguageModelWeights w;
+  w.embedding = Random(rng, kVocab * kModel, 1.0f);
+  for (int64_t l = 0; l < kLayers; ++l) w.layers.push_back(RandomDecoderWeights(rng));
+  w.final_norm = Random(rng, kModel, 0.1f, 1.0f);
+  w.lm_head = Random(rng, kVocab * kModel, 1.0f / std::sqrt(static_cast<float>(kModel)));
+  return w;
+}
+
+void AddLanguageModelMethod(ProgramBuilder& builder, const std::string& name, int64_t tokens,
+                            const std::optional<std::string>& device) {
+  const LanguageModelWeights w = MakeLanguageModelWeights();
+  MethodBuilder& m = builder.AddMethod(name);
+  ValueId token_ids = m.Input("tokens", DType::kInt64, {tokens});
+  ValueId pos = m.Input("pos", DType::kInt64, {tokens});
+  ValueId mask = m.Input("mask", DType::kFloat32, {tokens, kContext});
+  ValueId embedding = m.ConstantF32("embedding", {kVocab, kModel}, w.embedding);
+  // The lookup runs on the host; every block and the head run in delegates on `device`.
+  ValueId x = m.Op("embedding", {embedding, token_ids}, "embed");
+  const std::vector<float> empty_cache(kContext * kModel, 0.0f);
+  for (int64_t l = 0; l < kLayers; ++l) {
+    const DecoderWeights& lw = w.layers[l];
+    const std::string p = absl::StrCat("layers.", l, ".");
+    std::vector<ValueId> args = {
+        x,
+        m.ConstantF32(p + "norm1", {kModel}, lw.norm1),
+        m.ConstantF32(p + "norm2", {kModel}, lw.norm2),
+        m.ConstantF32(p + "wq", {kModel, kModel}, lw.wq),
+        m.ConstantF32(p + "wk", {kModel, kModel}, lw.wk),
+        m.ConstantF32(p + "wv", {kModel, kModel}, lw.wv),
+        m.ConstantF32(p + "wo", {kModel, kModel}, lw.wo),
+        m.ConstantF32(p + "w1", {kHidden, kModel}, lw.w1),
+        m.ConstantF32(p + "w3", {kHidden, kModel}, lw.w3),
+        m.ConstantF32(p + "w2", {kModel, kHidden}, lw.w2),
+        // One cache per layer, shared by the methods: prefill fills it, decode extends it.
+        m.SharedStateF32(p + "k_cache", {kContext, kModel}, empty_cache),
+        m.SharedStateF32(p + "v_cache", {kContext, kModel}, empty_cache),
+        pos,
+        mask};
+    auto block = [tokens](MethodBuilder& g, absl::Span<const ValueId> in) {
+      ValueId x = in[0];
+      ValueId h = g.Op("rms_norm", {x, in[1], g.Double(kEps)}, "norm1");
+      AttentionValues v{h, in[3], in[4], in[5], in[6], in[10], in[11], in[12], in[13]};
+      ValueId a = g.Op("add", {x, AttentionGraph(g, v, tokens, kContext)}, "residual1");
+      ValueId h2 = g.Op("rms_norm", {a, in[2], g.Double(kEps)}, "norm2");
+      ValueId gate = g.Op("silu", {g.Op("linear", {h2, in[7]}, "w1_proj")});
+      ValueId up = g.Op("linear", {h2, in[8]}, "w3_proj");
+      ValueId ff = g.Op("linear", {g.Op("mul", {gate, up}), in[9]}, "w2_proj");
+      return std::vector<ValueId>{g.Op("add", {a, ff}, "residual2")};
+    };
+    if (device.has_value()) {
+      DelegateOptions options;
+      options.name = absl::StrCat("block", l);
+      x = m.GraphDelegate(device, args, block, options)[0];
+    } else {
+      x = block(m, args)[0];
+    }
+  }
+  std::vector<ValueId> head_args = {x, m.ConstantF32("final_norm", {kModel}, w.final_norm),
+                                    m.ConstantF32("lm_head", {kVocab, kModel}, w.lm_head)};
+  auto head = [](MethodBuilder& g, absl::Span<const ValueId> in) {
+    ValueId h = g.Op("rms_norm", {in[0], in[1], g.Double(kEps)}, "final_norm_out");
+    return std::vector<ValueId>{g.Op("linear", {h, in[2]}, "logits")};
+  };
+  if (device.has_value()) {
+    DelegateOptions options;
+    options.name = "head";
+    m.Output(m.GraphDelegate(device, head_args, head, options)[0]);
+  } else {
+    m.Output(head(m, head_args)[0]);
+  }
+}
+
+absl::StatusOr<std::vector<uint8_t>> BuildLanguageModelProgram(std::optional<std::string> device) {
+  ProgramBuilder builder;
+  AddLanguageModelMethod(builder, "prefill", kPrompt, device);
+  AddLanguageModelMethod(builder, "decode", 1, device);
+  return builder.Build();
+}
+
+std::vector<int64_t> LanguageModelPrompt() {
+  std::vector<int64_t> prompt(kPrompt);
+  for (int64_t i = 0; i < kPrompt; ++i) prompt[i] = (37 * i + 11) % kVocab;
+  return prompt;
+}
+
+void CausalMask(const std::vector<int64_t>& pos, int64_t cache_rows, std::vector<float>* mask) {
+  mask->resize(pos.size() * cache_rows);
+  for (size_t i = 0; i < pos.size(); ++i) {
+    for (int64_t j = 0; j < cache_rows; ++j) {
+      (*mask)[i * cache_rows + j] = j <= pos[i] ? 0.0f : kMaskedOut;
+    }
+  }
 }
 
 }  // namespace ferry::example

@@ -1,5 +1,7 @@
-// The example program shipped with Ferry: one transformer decoder block decoding one token per
-// call, with its KV cache kept in state buffers.
+// The example programs shipped with Ferry.
+//
+// The decoder block (BuildDecoderProgram, method "forward"): one transformer decoder block decoding
+// one token per call, with its KV cache kept in state buffers.
 //
 //   x    [1, kModel]  float32   the token's embedding
 //   pos  [1]          int64     the position the token is written to in the KV cache
@@ -60,6 +62,58 @@ struct DecoderInputs {
   std::vector<float> mask;
 };
 DecoderInputs MakeDecoderInputs(int64_t step);
+
+// The attention of a decoder block inside a sub-graph: q, k, v projections of `h` ([tokens,
+// kModel]), the caches' rows `pos` ([tokens] int64) overwritten with k and v, masked softmax
+// attention of the kHeads heads over the `cache_rows` rows of the caches ([cache_rows, kModel])
+// with the additive `mask` ([tokens, cache_rows]), and the output projection. Returns [tokens,
+// kModel].
+struct AttentionValues {
+  ValueId h, wq, wk, wv, wo, k_cache, v_cache, pos, mask;
+};
+ValueId AttentionGraph(MethodBuilder& g, const AttentionValues& v, int64_t tokens,
+                       int64_t cache_rows);
+
+// Writes mask[i, j] = 0 for j <= pos[i] and kMaskedOut elsewhere: [pos.size(), cache_rows].
+void CausalMask(const std::vector<int64_t>& pos, int64_t cache_rows, std::vector<float>* mask);
+
+// The decode-loop example (BuildLanguageModelProgram): a decoder-only language model with two
+// methods loaded as one program, "prefill" (a prompt of kPrompt tokens) and "decode" (one token),
+// sharing their weights and the KV caches.
+//
+//   tokens [T]            int64     token ids, each in [0, kVocab)
+//   pos    [T]            int64     the cache rows the tokens are written to (their positions)
+//   mask   [T, kContext]  float32   CausalMask(pos, kContext)
+//   -> logits [T, kVocab] float32
+//
+//   x = embedding[tokens]; kLayers times: x = block(x) (the decoder block above, over a cache of
+//   kContext rows); logits = rms_norm(x) lm_head^T
+//
+// The embedding lookup runs on the host. Each block (norms, attention, MLP) is one delegate call
+// of the graph backend on `device`, which owns that layer's KV cache (shared states
+// "layers.L.k_cache", "layers.L.v_cache"); the final norm and the logits are one more delegate
+// call there. Without a device, everything runs as host ops.
+inline constexpr int64_t kVocab = 256;
+inline constexpr int64_t kLayers = 4;
+inline constexpr int64_t kContext = 128;
+inline constexpr int64_t kPrompt = 8;
+
+struct LanguageModelWeights {
+  std::vector<float> embedding;        // [kVocab, kModel]
+  std::vector<DecoderWeights> layers;  // kLayers
+  std::vector<float> final_norm;       // [kModel]
+  std::vector<float> lm_head;          // [kVocab, kModel]
+};
+LanguageModelWeights MakeLanguageModelWeights();
+
+// Adds method `name` taking `tokens` tokens per call to `builder`.
+void AddLanguageModelMethod(ProgramBuilder& builder, const std::string& name, int64_t tokens,
+                            const std::optional<std::string>& device);
+// The serialized program: "prefill" (kPrompt tokens) and "decode" (1 token).
+absl::StatusOr<std::vector<uint8_t>> BuildLanguageModelProgram(
+    std::optional<std::string> device = std::string("cuda:0"));
+// The example's deterministic prompt: kPrompt token ids.
+std::vector<int64_t> LanguageModelPrompt();
 
 }  // namespace ferry::example
 

@@ -18,6 +18,7 @@
 #include "ferry/loader/program.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/status_macros.h"
+#include "ferry/runtime/cli/internal.h"
 #include "ferry/runtime/plan_printer.h"
 
 #ifndef FERRY_VERSION
@@ -53,8 +54,19 @@ constexpr CommandSpec kCommands[] = {
      "Loads the method, fills its inputs with generated values (integer inputs with zeros) or\n"
      "with the values given by --input, executes it --calls times and prints the time of the\n"
      "first and the last call and every output's dtype, shape, device, sum, minimum, maximum and\n"
-     "first values.\n",
-     "ferry run --input pos=3 --calls 4\n"},
+     "first values.\n"
+     "With --tokens N: greedy generation. The program's \"prefill\" method (when present) runs\n"
+     "on a prompt, then the decode method (--method, default \"decode\") once per token, each\n"
+     "call fed the argmax of the last logits. Both are loaded as one program: constants on a\n"
+     "device are copied there once, and shared states (the KV caches) are one buffer. They take\n"
+     "inputs \"tokens\" (int64 [T]), \"pos\" (int64 [T]) and optionally \"mask\" (float32 [T, S],\n"
+     "causal, -1e9 where masked) and return the logits (float32 [T, V]) as output 0; decode\n"
+     "takes T = 1. Prints the prefill time, tokens per second, the tokens, copies per token (the\n"
+     "devices' counters against the manifest; exit status 1 when they disagree), copies of\n"
+     "constants and state per call, and device memory. Without PROGRAM the decode-loop example\n"
+     "(build/bench/decoder_lm.ferry) is used.\n",
+     "ferry run --input pos=3 --calls 4\n"
+     "  ferry run --tokens 32            (the decode loop of the language-model example)\n"},
     {"bench", kBench,
      "load and execute repeatedly; report load time, latency, copies, arenas (--json)",
      "Loads the method, executes it --warmup times, then --calls times measured, and reports the\n"
@@ -86,6 +98,8 @@ constexpr OptionSpec kOptions[] = {
     {"--input", "NAME=V,V", kRun,
      "values of an input, by name or position (0, 1, ...; repeated to fill it), instead of "
      "generated ones"},
+    {"--tokens", "N", kRun,
+     "generate N tokens: prefill, then the decode method once per token (see ferry run --help)"},
     {"--dot", nullptr, kPlan, "print Graphviz DOT instead of text"},
     {"--json", nullptr, kBench, "print JSON instead of a table"},
 };
@@ -165,12 +179,6 @@ int UnknownCommand(absl::string_view name, std::FILE* err) {
 }
 
 // ---- the commands -----------------------------------------------------------------------------
-
-using Clock = std::chrono::steady_clock;
-
-double MicrosSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
 
 // Caller-side buffers for a method's inputs: host memory, or memory of the input's device.
 struct InputBuffers {
@@ -256,25 +264,12 @@ absl::Status FillInputs(const Options& options, const Runtime& rt, Method& metho
   return absl::OkStatus();
 }
 
-DeviceCounters TotalCounters(const Runtime& rt, const std::vector<Device>& devices) {
-  DeviceCounters total;
-  for (const Device& d : devices) {
-    total.AddCopies(rt.devices().Find(d)->counters());
-  }
-  return total;
-}
-
 void PrintDiagnostics(const Method& method, std::FILE* err) {
   for (const Diagnostic& d : method.plan().placement.diagnostics) {
     std::fprintf(err, "ferry: %s: %s\n",
                  d.severity == Diagnostic::Severity::kError ? "error" : "warning",
                  d.message.c_str());
   }
-}
-
-int Fail(std::FILE* err, const absl::Status& status) {
-  std::fprintf(err, "ferry: %s\n", std::string(status.message()).c_str());
-  return 1;
 }
 
 int Run(const Options& options, const Runtime& rt, Method& method, std::FILE* out,
@@ -508,6 +503,12 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
         std::fprintf(err, "ferry: --warmup needs a non-negative integer (got \"%s\")\n", value);
         return kExitUsage;
       }
+    } else if (arg == "--tokens") {
+      if (!absl::SimpleAtoi(value, &options->tokens) || options->tokens < 1) {
+        std::fprintf(err, "ferry: --tokens needs a positive integer, at most %d (got \"%s\")\n",
+                     std::numeric_limits<int>::max(), value);
+        return kExitUsage;
+      }
     } else if (arg == "--dot") {
       options->dot = true;
     } else if (arg == "--json") {
@@ -532,6 +533,17 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
       options->inputs[parts[0]] = std::move(values);
     }
   }
+  if (options->tokens > 0) {
+    if (options->calls >= 0 || !options->inputs.empty()) {
+      std::fprintf(err, "ferry: --tokens makes the calls and their inputs; it does not go with %s\n",
+                   options->calls >= 0 ? "--calls" : "--input");
+      return kExitUsage;
+    }
+    if (!options->method_given) options->method = "decode";
+    if (!program_given && !options->tokens_program.empty()) {
+      options->program = options->tokens_program;
+    }
+  }
   if (options->program.empty()) {
     std::fputs("ferry: no PROGRAM given and no example program was built in\n", err);
     return kExitUsage;
@@ -540,7 +552,22 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
   return -1;
 }
 
-namespace {
+double MicrosSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+int Fail(std::FILE* err, const absl::Status& status) {
+  std::fprintf(err, "ferry: %s\n", std::string(status.message()).c_str());
+  return kExitError;
+}
+
+DeviceCounters TotalCounters(const Runtime& rt, const std::vector<Device>& devices) {
+  DeviceCounters total;
+  for (const Device& d : devices) {
+    total.AddCopies(rt.devices().Find(d)->counters());
+  }
+  return total;
+}
 
 std::string DeviceBytes(const std::vector<std::pair<Device, size_t>>& per_device) {
   if (per_device.empty()) return "none";
@@ -550,6 +577,8 @@ std::string DeviceBytes(const std::vector<std::pair<Device, size_t>>& per_device
   }
   return absl::StrJoin(parts, ", ");
 }
+
+namespace {
 
 // `ferry plan` of a program with several methods and no --method: every method, loaded together
 // (Runtime::LoadProgram), then what they share, once.
@@ -592,6 +621,7 @@ int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
       (*program)->method_names().size() > 1) {
     return PlanAllMethods(options, rt, **program, out, err);
   }
+  if (options.tokens > 0) return RunTokens(options, rt, **program, out, err);
   auto load_start = Clock::now();
   absl::StatusOr<std::unique_ptr<Method>> method =
       rt.LoadMethod(**program, options.method, options.load);

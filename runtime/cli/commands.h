@@ -38,6 +38,11 @@ struct Options {
   bool dot = false;
   bool json = false;
   std::map<std::string, std::vector<double>> inputs;  // given input values by name
+  // `run --tokens N`: N tokens of greedy generation with the program's "prefill" method and the
+  // decode method (--method; default "decode"); 0: a plain run.
+  int tokens = 0;
+  // The program `--tokens` uses when the command line names none (the decode-loop example).
+  std::string tokens_program;
 };
 
 // `ferry <version>`, the project's version.

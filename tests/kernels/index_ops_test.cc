@@ -136,5 +136,70 @@ TEST(IndexPutTest, InferRejections) {
                        HasSubstr("index_put_: argument 2 has dtype int64")));
 }
 
+const OpSchema& Embedding() {
+  static const OpRegistry* registry = new OpRegistry(OpRegistry::WithBuiltIns());
+  return *registry->Find("embedding");
+}
+
+TEST(EmbeddingTest, GathersRowsOfAStridedTable) {
+  // A [5, 2, 3] table stored with padded rows; rows 3, 0, 3 (as -2) and 4 gathered.
+  TestTensor weight = TestTensor::Strided(DType::kFloat32, {5, 2, 3}, {8, 4, 1}, 1);
+  const std::vector<int64_t> idx = {3, 0, -2, 4};
+  TestTensor indices = TestTensor::Int({4}, idx);
+  OpRun run = RunOp(Embedding(), {T(weight), T(indices)});
+  ASSERT_OK(run.infer_status);
+  ASSERT_OK(run.kernel_status);
+  const TensorRef& out = run.results[0];
+  ASSERT_EQ(out.rank, 3);
+  EXPECT_THAT(std::vector<int64_t>(out.sizes.begin(), out.sizes.begin() + 3), ElementsAre(4, 2, 3));
+  ForEachIndex({4, 2, 3}, [&](const Index& i) {
+    const int64_t row = idx[i[0]] < 0 ? idx[i[0]] + 5 : idx[i[0]];
+    EXPECT_EQ(Get(out, i), Get(weight.ref(), {row, i[1], i[2]})) << "at " << i[0];
+  });
+  EXPECT_FALSE(Embedding().ViewOf(0) >= 0);
+  EXPECT_TRUE(Embedding().written_args.empty());
+}
+
+TEST(EmbeddingTest, Int64TableAndOneDimensionalTable) {
+  TestTensor table = TestTensor::Int({4}, {10, 20, 30, 40});
+  TestTensor indices = TestTensor::Int({3}, {2, 2, 0});
+  OpRun run = RunOp(Embedding(), {T(table), T(indices)});
+  ASSERT_OK(run.infer_status);
+  ASSERT_OK(run.kernel_status);
+  EXPECT_EQ(Elements(run.results[0]), (std::vector<double>{30, 30, 10}));
+}
+
+TEST(EmbeddingTest, OutOfRangeIndexWritesNothing) {
+  TestTensor weight = TestTensor::Filled(DType::kFloat32, {4, 2}, 1);
+  TestTensor indices = TestTensor::Int({3}, {1, 2, 4});
+  OpRun run = RunOp(Embedding(), {T(weight), T(indices)});
+  ASSERT_OK(run.infer_status);
+  EXPECT_THAT(run.kernel_status,
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "embedding: index 4 is out of range for dimension 0 of size 4"));
+  TestTensor negative = TestTensor::Int({1}, {-5});
+  EXPECT_THAT(RunOp(Embedding(), {T(weight), T(negative)}).kernel_status,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("index -5 is out of range")));
+}
+
+TEST(EmbeddingTest, InferRejections) {
+  TestTensor weight = TestTensor::Filled(DType::kFloat32, {4, 2});
+  TestTensor scalar_weight = TestTensor::Filled(DType::kFloat32, {});
+  TestTensor float_idx = TestTensor::Filled(DType::kFloat32, {2});
+  TestTensor idx2d = TestTensor::Filled(DType::kInt64, {2, 1});
+  TestTensor idx = TestTensor::Int({2}, {0, 1});
+  EXPECT_THAT(InferOnly(Embedding(), {T(weight), T(float_idx)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "embedding: argument 1 has dtype float32, expected int64"));
+  EXPECT_THAT(InferOnly(Embedding(), {T(weight), T(idx2d)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("embedding: argument 1 has shape [2, 1]")));
+  EXPECT_THAT(InferOnly(Embedding(), {T(scalar_weight), T(idx)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("embedding: argument 0 has shape []")));
+  EXPECT_THAT(InferOnly(Embedding(), {T(weight)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("embedding")));
+}
+
 }  // namespace
 }  // namespace ferry
