@@ -1,11 +1,14 @@
 #include "ferry/runtime/plan_printer.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -55,6 +58,7 @@ struct DotUsed {
   bool outputs = false;
   bool copy_edges = false;
   bool read_edges = false;
+  bool shared = false;  // values drawn once for several methods (FormatProgramDot)
 };
 
 // The legend: every device with its colour, then every vertex shape and edge style used.
@@ -79,6 +83,8 @@ void AppendDotLegend(const std::vector<Device>& devices, const std::vector<std::
          absl::StrFormat("shape=cds, style=filled, fillcolor=\"%s\"", kPerCallCopyColor).c_str());
   vertex(used.outputs, "legend_output", "method output (device: where the caller gets it)",
          "shape=house");
+  vertex(used.shared, "legend_shared", "bold: shared by the methods, drawn once",
+         "shape=note, style=bold");
   auto edge = [&](bool use, const char* id, const char* label, const std::string& attributes) {
     if (!use) return;
     absl::StrAppendFormat(out,
@@ -170,57 +176,75 @@ std::string FormatPlanText(const Method& method) {
   return out;
 }
 
-std::string FormatPlanDot(const Method& method) {
-  const MethodDef& m = method.def();
-  const MethodPlan& plan = method.plan();
-  const PlacementPlan& p = plan.placement;
+namespace {
+
+// Devices of the graph (host first) and their fill colours.
+struct DotDevices {
   std::vector<Device> devices = {Device::Host()};
-  for (const Device& d : p.devices()) devices.push_back(d);
-  std::vector<std::string> colors;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    colors.push_back(i == 0 ? kHostColor : kDeviceColors[(i - 1) % std::size(kDeviceColors)]);
+  std::vector<std::string> colors = {kHostColor};
+  const MethodPlan* label_plan = nullptr;  // names devices as declared (the first method's)
+
+  void Add(const PlacementPlan& p) {
+    for (const Device& d : p.devices()) {
+      if (std::find(devices.begin(), devices.end(), d) != devices.end()) continue;
+      devices.push_back(d);
+      colors.push_back(kDeviceColors[(devices.size() - 2) % std::size(kDeviceColors)]);
+    }
   }
-  auto color_of = [&](const Device& d) -> const std::string& {
+  const std::string& ColorOf(const Device& d) const {
     size_t i = 0;
     while (i + 1 < devices.size() && devices[i] != d) ++i;
     return colors[i];
-  };
-  DotUsed used;
-  std::string body;
+  }
+};
+
+// Appends the vertices and edges of `method`, their ids prefixed with `prefix`. A value with an
+// entry in `shared` (a vertex drawn outside, for values several methods share) is not drawn
+// again: its edges start at that vertex.
+void AppendMethodDot(const Method& method, const std::string& prefix,
+                     const absl::flat_hash_map<ValueId, std::string>& shared,
+                     const DotDevices& devices, DotUsed* used, std::string* body) {
+  const MethodDef& m = method.def();
+  const MethodPlan& plan = method.plan();
+  const PlacementPlan& p = plan.placement;
   std::vector<std::string> writer(p.buffers.size());
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const PlannedBuffer& buf = p.buffers[b];
     if (buf.kind == BufferKind::kInput || buf.kind == BufferKind::kProgramData) {
-      std::string id = absl::StrCat("v", buf.value);
+      if (auto it = shared.find(buf.value); it != shared.end()) {
+        writer[b] = it->second;
+        continue;
+      }
+      std::string id = absl::StrCat(prefix, "v", buf.value);
       writer[b] = id;
       const ValueDef& v = m.values[buf.value];
       const char* shape = "note";
       if (buf.kind == BufferKind::kInput) {
         shape = "invhouse";
-        used.inputs = true;
+        used->inputs = true;
       } else if (v.kind == ValueKind::kState) {
         shape = "cylinder";
-        used.states = true;
+        used->states = true;
       } else {
-        used.constants = true;
+        used->constants = true;
       }
-      absl::StrAppendFormat(&body, "  %s [label=\"%s\\n%s %s\", shape=%s];\n", id, Escape(v.name),
+      absl::StrAppendFormat(body, "  %s [label=\"%s\\n%s %s\", shape=%s];\n", id, Escape(v.name),
                             ValueKindName(v.kind), v.meta.ToString(), shape);
     }
   }
   auto copy_vertex = [&](size_t i) {
     const CopyStep& c = p.copies[i];
-    std::string id = absl::StrCat("c", i);
+    std::string id = absl::StrCat(prefix, "c", i);
     const bool once = c.timing == CopyTiming::kOnce;
-    (once ? used.once_copies : used.per_call_copies) = true;
+    (once ? used->once_copies : used->per_call_copies) = true;
     absl::StrAppendFormat(
-        &body, "  %s [label=\"%s %s\\n%s\\n%s\", shape=cds, style=filled, fillcolor=\"%s\"];\n", id,
+        body, "  %s [label=\"%s %s\\n%s\\n%s\", shape=cds, style=filled, fillcolor=\"%s\"];\n", id,
         CopyDirectionName(c.direction), Escape(m.values[c.value].name), Bytes(c.bytes),
         CopyTimingName(c.timing), once ? kOnceCopyColor : kPerCallCopyColor);
     if (!writer[c.src_buffer].empty()) {
-      absl::StrAppendFormat(&body, "  %s -> %s [color=\"%s\"];\n", writer[c.src_buffer], id,
+      absl::StrAppendFormat(body, "  %s -> %s [color=\"%s\"];\n", writer[c.src_buffer], id,
                             kCopySourceEdgeColor);
-      used.copy_edges = true;
+      used->copy_edges = true;
     }
     writer[c.dst_buffer] = id;
     return id;
@@ -233,36 +257,112 @@ std::string FormatPlanDot(const Method& method) {
     }
     const NodeDef& node = m.nodes[s.index];
     const NodePlacement& placed = p.nodes[s.index];
-    std::string id = absl::StrCat("n", s.index);
+    std::string id = absl::StrCat(prefix, "n", s.index);
     absl::StrAppendFormat(
-        &body, "  %s [label=\"%d: %s\\n%s\", shape=box, style=filled, fillcolor=\"%s\"];\n", id,
+        body, "  %s [label=\"%d: %s\\n%s\", shape=box, style=filled, fillcolor=\"%s\"];\n", id,
         s.index, Escape(node.name), node.kind == NodeKind::kHostOp ? node.op : node.backend,
-        color_of(placed.device));
+        devices.ColorOf(placed.device));
     for (int32_t b : placed.arg_buffers) {
       if (b >= 0 && !writer[b].empty()) {
-        absl::StrAppendFormat(&body, "  %s -> %s;\n", writer[b], id);
-        used.read_edges = true;
+        absl::StrAppendFormat(body, "  %s -> %s;\n", writer[b], id);
+        used->read_edges = true;
       }
     }
     for (int32_t b : placed.result_buffers) writer[b] = id;
   }
   for (size_t i = 0; i < p.output_buffers.size(); ++i) {
     int32_t b = p.output_buffers[i];
-    std::string id = absl::StrCat("out", i);
-    used.outputs = true;
-    absl::StrAppendFormat(&body, "  %s [label=\"output %d\\n%s\\non %s\", shape=house];\n", id, i,
+    std::string id = absl::StrCat(prefix, "out", i);
+    used->outputs = true;
+    absl::StrAppendFormat(body, "  %s [label=\"output %d\\n%s\\non %s\", shape=house];\n", id, i,
                           Escape(plan.outputs[i].name), Escape(plan.outputs[i].device_label));
     if (!writer[b].empty()) {
-      absl::StrAppendFormat(&body, "  %s -> %s;\n", writer[b], id);
-      used.read_edges = true;
+      absl::StrAppendFormat(body, "  %s -> %s;\n", writer[b], id);
+      used->read_edges = true;
     }
   }
+}
+
+std::string DotGraph(const std::string& name, const DotDevices& devices, const DotUsed& used,
+                     const std::string& body) {
   std::string out;
-  absl::StrAppend(&out, "digraph \"", Escape(m.name), "\" {\n  rankdir=TB;\n",
+  absl::StrAppend(&out, "digraph \"", Escape(name), "\" {\n  rankdir=TB;\n",
                   "  node [fontname=\"Helvetica\", fontsize=10];\n");
-  AppendDotLegend(devices, colors, plan, used, &out);
+  AppendDotLegend(devices.devices, devices.colors, *devices.label_plan, used, &out);
   absl::StrAppend(&out, body, "}\n");
   return out;
+}
+
+}  // namespace
+
+std::string FormatPlanDot(const Method& method) {
+  DotDevices devices;
+  devices.Add(method.plan().placement);
+  devices.label_plan = &method.plan();
+  DotUsed used;
+  std::string body;
+  AppendMethodDot(method, "", {}, devices, &used, &body);
+  return DotGraph(method.def().name, devices, used, body);
+}
+
+std::string FormatProgramDot(absl::Span<const Method* const> methods) {
+  DotDevices devices;
+  for (const Method* method : methods) devices.Add(method->plan().placement);
+  if (methods.empty()) return "digraph \"program\" {\n}\n";
+  devices.label_plan = &methods[0]->plan();
+  // Values several methods share: constants with the same data in the program (one replica per
+  // device), and shared states of one name.
+  struct Shared {
+    std::string label;
+    bool state = false;
+    std::vector<std::pair<size_t, ValueId>> uses;  // (method, value)
+  };
+  std::vector<Shared> shared;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (size_t i = 0; i < methods.size(); ++i) {
+    const MethodDef& m = methods[i]->def();
+    for (size_t v = 0; v < m.values.size(); ++v) {
+      const ValueDef& value = m.values[v];
+      std::string key;
+      if (value.kind == ValueKind::kState && value.shared) {
+        key = absl::StrCat("state ", value.name);
+      } else if (value.kind == ValueKind::kConstant && !value.data.empty()) {
+        key = absl::StrCat("constant ", reinterpret_cast<uintptr_t>(value.data.data()), " ",
+                           value.meta.ToString());
+      } else {
+        continue;
+      }
+      auto [it, added] = index.try_emplace(key, shared.size());
+      if (added) {
+        shared.push_back({absl::StrCat(Escape(value.name), "\\nshared ", ValueKindName(value.kind), " ",
+                                       value.meta.ToString()),
+                          value.kind == ValueKind::kState, {}});
+      }
+      shared[it->second].uses.push_back({i, static_cast<ValueId>(v)});
+    }
+  }
+  DotUsed used;
+  std::string body;
+  std::vector<absl::flat_hash_map<ValueId, std::string>> drawn(methods.size());
+  int n = 0;
+  for (const Shared& s : shared) {
+    absl::flat_hash_set<size_t> readers;
+    for (const auto& [i, v] : s.uses) readers.insert(i);
+    if (readers.size() < 2) continue;
+    const std::string id = absl::StrCat("s", n++);
+    absl::StrAppendFormat(&body, "  %s [label=\"%s\", shape=%s, style=bold];\n", id, s.label,
+                          s.state ? "cylinder" : "note");
+    (s.state ? used.states : used.constants) = true;
+    used.shared = true;
+    for (const auto& [i, v] : s.uses) drawn[i][v] = id;
+  }
+  for (size_t i = 0; i < methods.size(); ++i) {
+    absl::StrAppendFormat(&body, "  subgraph cluster_m%d {\n  label=\"method \\\"%s\\\"\";\n", i,
+                          Escape(methods[i]->def().name));
+    AppendMethodDot(*methods[i], absl::StrCat("m", i, "_"), drawn[i], devices, &used, &body);
+    absl::StrAppend(&body, "  }\n");
+  }
+  return DotGraph("program", devices, used, body);
 }
 
 }  // namespace ferry

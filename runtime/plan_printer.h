@@ -13,18 +13,24 @@
 // output that reads a value. A legend cluster explains every colour, shape and edge style the
 // graph uses, and only those.
 //
-// Thread safety: reads the method's plan only. Allocates (the returned text).
+// FormatProgramDot draws several methods of one program (loaded together, LoadedProgram) side by
+// side, one cluster each, with the values they share drawn once between them (bold): constants
+// with the same data in the program, whose replica on a device is made once, and shared states.
+//
+// Thread safety: reads the methods' plans only. Allocates (the returned text).
 #ifndef FERRY_RUNTIME_PLAN_PRINTER_H_
 #define FERRY_RUNTIME_PLAN_PRINTER_H_
 
 #include <string>
 
+#include "absl/types/span.h"
 #include "ferry/runtime/method.h"
 
 namespace ferry {
 
 std::string FormatPlanText(const Method& method);
 std::string FormatPlanDot(const Method& method);
+std::string FormatProgramDot(absl::Span<const Method* const> methods);
 
 }  // namespace ferry
 

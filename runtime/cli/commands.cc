@@ -47,7 +47,8 @@ constexpr CommandSpec kCommands[] = {
      "why), the arenas per device with their lower bounds, memory per device, and the\n"
      "diagnostics. Nothing is executed. A program with several methods and no --method: every\n"
      "method, loaded together, then once what they share (constant replicas, shared states)\n"
-     "and each method's own memory.\n",
+     "and each method's own memory; with --dot, the methods side by side and the values they\n"
+     "share drawn once between them.\n",
      "ferry plan build/bench/decoder_block.ferry --skip-h2d\n"
      "  ferry plan --dot | dot -Tpng -o plan.png\n"},
     {"run", kRun, "load, execute with generated (or --input) inputs, print outputs and timings",
@@ -315,107 +316,219 @@ double Percentile(std::vector<double> v, double q) {
   return v[std::min(i, v.size() - 1)];
 }
 
-int Bench(const Options& options, const Runtime& rt, Method& method, double verify_us,
-          double load_us, std::FILE* out, std::FILE* err) {
+// What `ferry bench` measures of one method.
+struct BenchFigures {
+  std::string method;
+  size_t nodes = 0;
+  int calls = 0;
+  double load_us = 0;  // LoadMethod (verify_us, reading the program, is counted once per program)
+  LoadTimings timings;
+  double min = 0, median = 0, p99 = 0;
+  int manifest_copies = 0;
+  size_t manifest_bytes = 0;
+  double copies_per_call = 0, bytes_per_call = 0;  // counted by the devices
+  int constant_and_state_copies = 0;               // per call, in the manifest
+  bool agree = false;
+  size_t constant_bytes = 0;  // replicas this method made at load
+  size_t shared_constant_bytes = 0;
+  size_t shared_state_bytes = 0;
+  std::vector<ArenaInfo> arenas;
+  bool guarded = false;
+};
+
+absl::StatusOr<BenchFigures> Measure(const Options& options, const Runtime& rt, Method& method,
+                                     double load_us, std::FILE* err) {
   InputBuffers buffers;
-  if (absl::Status s = FillInputs(options, rt, method, buffers); !s.ok()) return Fail(err, s);
+  FERRY_RETURN_IF_ERROR(FillInputs(options, rt, method, buffers));
   const MethodPlan& plan = method.plan();
   std::vector<Device> devices = plan.placement.devices();
-  for (int i = 0; i < options.warmup; ++i) {
-    if (absl::Status s = method.Execute(); !s.ok()) return Fail(err, s);
-  }
-  const int calls = std::max(options.calls, 1);
+  for (int i = 0; i < options.warmup; ++i) FERRY_RETURN_IF_ERROR(method.Execute());
+  BenchFigures f;
+  f.method = method.def().name;
+  f.nodes = method.def().nodes.size();
+  f.calls = std::max(options.calls, 1);
+  f.load_us = load_us;
+  f.timings = plan.timings;
   DeviceCounters before = TotalCounters(rt, devices);
   std::vector<double> times;
-  times.reserve(calls);
+  times.reserve(f.calls);
   auto progress = Clock::now();
-  for (int c = 0; c < calls; ++c) {
+  for (int c = 0; c < f.calls; ++c) {
     auto start = Clock::now();
-    if (absl::Status s = method.Execute(); !s.ok()) return Fail(err, s);
+    FERRY_RETURN_IF_ERROR(method.Execute());
     times.push_back(MicrosSince(start));
     if (!options.json && MicrosSince(progress) > 1e6) {
-      std::fprintf(err, "\rferry bench: %d/%d calls", c + 1, calls);
+      absl::FPrintF(err, "\rferry bench: \"%s\": %d/%d calls", f.method, c + 1, f.calls);
       progress = Clock::now();
     }
   }
+  if (!options.json) std::fprintf(err, "\r");
   DeviceCounters after = TotalCounters(rt, devices);
-  const uint64_t counted_copies = (after.h2d_copies - before.h2d_copies) +
-                                  (after.d2h_copies - before.d2h_copies) +
-                                  (after.d2d_copies - before.d2d_copies);
-  const uint64_t counted_bytes = (after.h2d_bytes - before.h2d_bytes) +
-                                 (after.d2h_bytes - before.d2h_bytes) +
-                                 (after.d2d_bytes - before.d2d_bytes);
   // Host-to-host copies (state initialization) never run per call, so device counters see every
   // per-call copy of the manifest.
-  const double copies_per_call = static_cast<double>(counted_copies) / calls;
-  const double bytes_per_call = static_cast<double>(counted_bytes) / calls;
-  const int manifest_copies = plan.placement.per_call_copies();
-  const size_t manifest_bytes = plan.placement.per_call_bytes();
-  size_t constant_bytes = 0;
-  for (const ArenaInfo& a : plan.arenas) constant_bytes += a.constant_bytes;
-  const double min = *std::min_element(times.begin(), times.end());
-  const double median = Percentile(times, 0.5);
-  const double p99 = Percentile(times, 0.99);
-  const bool agree = copies_per_call == manifest_copies && bytes_per_call == manifest_bytes;
-  const LoadTimings& t = plan.timings;
-  if (options.json) {
-    std::string arenas;
-    for (size_t i = 0; i < plan.arenas.size(); ++i) {
-      const ArenaInfo& a = plan.arenas[i];
-      absl::StrAppendFormat(&arenas,
-                            "%s{\"device\": \"%s\", \"arena_bytes\": %d, \"lower_bound_bytes\": "
-                            "%d, \"constant_bytes\": %d}",
-                            i == 0 ? "" : ", ", a.device.ToString(), a.arena_bytes,
-                            a.lower_bound, a.constant_bytes);
+  f.copies_per_call = static_cast<double>((after.h2d_copies - before.h2d_copies) +
+                                          (after.d2h_copies - before.d2h_copies) +
+                                          (after.d2d_copies - before.d2d_copies)) /
+                      f.calls;
+  f.bytes_per_call = static_cast<double>((after.h2d_bytes - before.h2d_bytes) +
+                                         (after.d2h_bytes - before.d2h_bytes) +
+                                         (after.d2d_bytes - before.d2d_bytes)) /
+                     f.calls;
+  f.manifest_copies = plan.placement.per_call_copies();
+  f.manifest_bytes = plan.placement.per_call_bytes();
+  f.agree = f.copies_per_call == f.manifest_copies && f.bytes_per_call == f.manifest_bytes;
+  for (const CopyStep& c : plan.placement.copies) {
+    const ValueKind kind = method.def().values[c.value].kind;
+    f.constant_and_state_copies += c.timing == CopyTiming::kPerCall &&
+                                   (kind == ValueKind::kConstant || kind == ValueKind::kState);
+  }
+  for (const ArenaInfo& a : plan.arenas) {
+    f.constant_bytes += a.constant_bytes;
+    f.shared_constant_bytes += a.shared_constant_bytes;
+    f.shared_state_bytes += a.shared_state_bytes;
+  }
+  f.arenas = plan.arenas;
+  f.min = *std::min_element(times.begin(), times.end());
+  f.median = Percentile(times, 0.5);
+  f.p99 = Percentile(times, 0.99);
+  f.guarded = std::any_of(devices.begin(), devices.end(), [&](const Device& d) {
+    const DeviceRuntime* runtime = rt.devices().Find(d);
+    return runtime != nullptr && runtime->guarded();
+  });
+  return f;
+}
+
+std::string JsonDeviceBytes(const std::vector<std::pair<Device, size_t>>& per_device) {
+  std::vector<std::string> parts;
+  for (const auto& [device, bytes] : per_device) {
+    parts.push_back(absl::StrFormat("\"%s\": %d", device.ToString(), bytes));
+  }
+  return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
+}
+
+// One method's figures as a JSON object's members (no braces); `indent` starts each line after
+// the first.
+std::string MethodJson(const Options& options, const BenchFigures& f, double verify_us,
+                       absl::string_view indent) {
+  std::string arenas;
+  for (size_t i = 0; i < f.arenas.size(); ++i) {
+    const ArenaInfo& a = f.arenas[i];
+    absl::StrAppendFormat(&arenas,
+                          "%s{\"device\": \"%s\", \"arena_bytes\": %d, \"lower_bound_bytes\": "
+                          "%d, \"constant_bytes\": %d, \"shared_constant_bytes\": %d, "
+                          "\"shared_state_bytes\": %d}",
+                          i == 0 ? "" : ", ", a.device.ToString(), a.arena_bytes, a.lower_bound,
+                          a.constant_bytes, a.shared_constant_bytes, a.shared_state_bytes);
+  }
+  const LoadTimings& t = f.timings;
+  return absl::StrFormat(
+      "\"method\": \"%s\", \"nodes\": %d, \"calls\": %d,\n"
+      "%s\"load_us\": {\"total\": %.3f, \"verify\": %.3f, \"placement\": %.3f, \"planning\": "
+      "%.3f, \"materialization\": %.3f},\n"
+      "%s\"latency_us\": {\"min\": %.3f, \"median\": %.3f, \"p99\": %.3f},\n"
+      "%s\"copies_per_call\": {\"manifest\": %d, \"counted\": %.3f, "
+      "\"of_constants_and_state\": %d},\n"
+      "%s\"bytes_per_call\": {\"manifest\": %d, \"counted\": %.3f},\n"
+      "%s\"counters_agree\": %s,\n"
+      "%s\"constant_bytes_at_load\": %d,\n"
+      "%s\"shared_constant_bytes\": %d,\n"
+      "%s\"shared_state_bytes\": %d,\n"
+      "%s\"sim_guard\": %s,\n"
+      "%s\"arenas\": [%s]",
+      f.method, f.nodes, f.calls, indent, f.load_us + verify_us, verify_us, t.placement_us,
+      t.planning_us, t.materialization_us, indent, f.min, f.median, f.p99, indent,
+      f.manifest_copies, f.copies_per_call, f.constant_and_state_copies, indent, f.manifest_bytes,
+      f.bytes_per_call, indent, f.agree ? "true" : "false", indent, f.constant_bytes, indent,
+      f.shared_constant_bytes, indent, f.shared_state_bytes, indent,
+      options.runtime.sim_guard ? "true" : "false", indent, arenas);
+}
+
+void PrintMethodTable(const Options& options, const BenchFigures& f, double verify_us,
+                      std::FILE* out) {
+  absl::FPrintF(out, "ferry bench: method \"%s\" of %s (%d nodes), %d calls\n", f.method,
+                options.program, f.nodes, f.calls);
+  if (f.guarded) {
+    absl::FPrintF(out,
+                  "  (devices guarded: every device scope costs mprotect calls, counted in "
+                  "the latency; --no-guard times Ferry without them)\n");
+  }
+  const LoadTimings& t = f.timings;
+  absl::FPrintF(out, "  load             %10.1f us  (verify %.1f, placement %.1f, planning %.1f, "
+                     "materialization %.1f)\n",
+                f.load_us + verify_us, verify_us, t.placement_us, t.planning_us,
+                t.materialization_us);
+  absl::FPrintF(out, "  latency          %10.2f us min, %.2f us median, %.2f us p99\n", f.min,
+                f.median, f.p99);
+  absl::FPrintF(out, "  copies per call  %10d in the manifest (%d of constants and state), %.2f "
+                     "counted by devices\n",
+                f.manifest_copies, f.constant_and_state_copies, f.copies_per_call);
+  absl::FPrintF(out, "  bytes per call   %10d in the manifest, %.1f counted by devices%s\n",
+                f.manifest_bytes, f.bytes_per_call, f.agree ? "" : "  (MISMATCH)");
+  absl::FPrintF(out, "  constants        %10d bytes materialized at load, %d shared with the "
+                     "program's other methods\n",
+                f.constant_bytes, f.shared_constant_bytes);
+  for (const ArenaInfo& a : f.arenas) {
+    double ratio = a.lower_bound == 0 ? 1.0 : static_cast<double>(a.arena_bytes) / a.lower_bound;
+    absl::FPrintF(out, "  arena %-10s %10d bytes, lower bound %d (%.3fx), constants %d\n",
+                  a.device.ToString(), a.arena_bytes, a.lower_bound, ratio, a.constant_bytes);
+  }
+}
+
+// `ferry bench`: the methods named (one, or every method of the program), loaded together
+// (Runtime::LoadProgram) and measured one after the other; then the program's device memory.
+int Bench(const Options& options, const Runtime& rt, const Program& program,
+          const std::vector<std::string>& names, double verify_us, std::FILE* out,
+          std::FILE* err) {
+  std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(program);
+  std::vector<std::unique_ptr<Method>> methods;
+  std::vector<BenchFigures> figures;
+  for (const std::string& name : names) {
+    auto load_start = Clock::now();
+    absl::StatusOr<std::unique_ptr<Method>> method = loaded->LoadMethod(name, options.load);
+    const double load_us = MicrosSince(load_start);
+    if (!method.ok()) return Fail(err, method.status());
+    absl::StatusOr<BenchFigures> f = Measure(options, rt, **method, load_us, err);
+    if (!f.ok()) return Fail(err, f.status());
+    figures.push_back(*std::move(f));
+    methods.push_back(*std::move(method));
+  }
+  const bool agree = std::all_of(figures.begin(), figures.end(),
+                                 [](const BenchFigures& f) { return f.agree; });
+  const std::string replicas = JsonDeviceBytes(loaded->replica_bytes());
+  const std::string states = JsonDeviceBytes(loaded->shared_state_bytes());
+  if (options.json && names.size() == 1) {
+    // One method: its object, with the program's device memory beside it.
+    absl::FPrintF(out,
+                  "{\"program\": \"%s\", %s,\n \"program_replica_bytes\": %s,\n "
+                  "\"program_shared_state_bytes\": %s}\n",
+                  options.program, MethodJson(options, figures[0], verify_us, " "), replicas,
+                  states);
+  } else if (options.json) {
+    std::vector<std::string> objects;
+    for (const BenchFigures& f : figures) {
+      objects.push_back(absl::StrCat("  {", MethodJson(options, f, 0, "   "), "}"));
     }
-    absl::FPrintF(
-        out,
-        "{\"program\": \"%s\", \"method\": \"%s\", \"nodes\": %d, \"calls\": %d,\n"
-        " \"load_us\": {\"total\": %.3f, \"verify\": %.3f, \"placement\": %.3f, \"planning\": "
-        "%.3f, \"materialization\": %.3f},\n"
-        " \"latency_us\": {\"min\": %.3f, \"median\": %.3f, \"p99\": %.3f},\n"
-        " \"copies_per_call\": {\"manifest\": %d, \"counted\": %.3f},\n"
-        " \"bytes_per_call\": {\"manifest\": %d, \"counted\": %.3f},\n"
-        " \"counters_agree\": %s,\n"
-        " \"constant_bytes_at_load\": %d,\n"
-        " \"sim_guard\": %s,\n"
-        " \"arenas\": [%s]}\n",
-        options.program, method.def().name, method.def().nodes.size(), calls, load_us + verify_us,
-        verify_us, t.placement_us, t.planning_us, t.materialization_us, min, median, p99,
-        manifest_copies, copies_per_call, manifest_bytes, bytes_per_call,
-        agree ? "true" : "false", constant_bytes, options.runtime.sim_guard ? "true" : "false",
-        arenas);
+    size_t made = 0;
+    for (const BenchFigures& f : figures) made += f.constant_bytes;
+    absl::FPrintF(out,
+                  "{\"program\": \"%s\", \"verify_us\": %.3f,\n \"constant_bytes_at_load\": %d,\n"
+                  " \"program_replica_bytes\": %s,\n \"program_shared_state_bytes\": %s,\n"
+                  " \"counters_agree\": %s,\n \"methods\": [\n%s]}\n",
+                  options.program, verify_us, made, replicas, states, agree ? "true" : "false",
+                  absl::StrJoin(objects, ",\n"));
   } else {
-    if (calls > 0) std::fprintf(err, "\r");
-    absl::FPrintF(out, "ferry bench: method \"%s\" of %s (%d nodes), %d calls\n",
-                  method.def().name, options.program, method.def().nodes.size(), calls);
-    const bool guarded = std::any_of(devices.begin(), devices.end(), [&](const Device& d) {
-      const DeviceRuntime* runtime = rt.devices().Find(d);
-      return runtime != nullptr && runtime->guarded();
-    });
-    if (guarded) {
-      absl::FPrintF(out,
-                    "  (devices guarded: every device scope costs mprotect calls, counted in "
-                    "the latency; --no-guard times Ferry without them)\n");
+    for (const BenchFigures& f : figures) {
+      PrintMethodTable(options, f, names.size() == 1 ? verify_us : 0, out);
     }
-    absl::FPrintF(out, "  load             %10.1f us  (verify %.1f, placement %.1f, planning %.1f, "
-                       "materialization %.1f)\n",
-                  load_us + verify_us, verify_us, t.placement_us, t.planning_us,
-                  t.materialization_us);
-    absl::FPrintF(out, "  latency          %10.2f us min, %.2f us median, %.2f us p99\n", min,
-                  median, p99);
-    absl::FPrintF(out, "  copies per call  %10d in the manifest, %.2f counted by devices\n",
-                  manifest_copies, copies_per_call);
-    absl::FPrintF(out, "  bytes per call   %10d in the manifest, %.1f counted by devices%s\n",
-                  manifest_bytes, bytes_per_call, agree ? "" : "  (MISMATCH)");
-    absl::FPrintF(out, "  constants        %10d bytes materialized at load\n", constant_bytes);
-    for (const ArenaInfo& a : plan.arenas) {
-      double ratio = a.lower_bound == 0 ? 1.0 : static_cast<double>(a.arena_bytes) / a.lower_bound;
-      absl::FPrintF(out, "  arena %-10s %10d bytes, lower bound %d (%.3fx), constants %d\n",
-                    a.device.ToString(), a.arena_bytes, a.lower_bound, ratio, a.constant_bytes);
+    if (names.size() > 1) {
+      absl::FPrintF(out, "program: %d methods loaded together (verify %.1f us)\n", names.size(),
+                    verify_us);
+      absl::FPrintF(out, "  constant replicas  %s, made once\n",
+                    DeviceBytes(loaded->replica_bytes()));
+      absl::FPrintF(out, "  shared states      %s\n", DeviceBytes(loaded->shared_state_bytes()));
     }
   }
-  return agree ? 0 : 1;
+  return agree ? kExitOk : kExitError;
 }
 
 }  // namespace
@@ -581,7 +694,7 @@ std::string DeviceBytes(const std::vector<std::pair<Device, size_t>>& per_device
 namespace {
 
 // `ferry plan` of a program with several methods and no --method: every method, loaded together
-// (Runtime::LoadProgram), then what they share, once.
+// (Runtime::LoadProgram), then what they share, once; with --dot, one graph of them side by side.
 int PlanAllMethods(const Options& options, const Runtime& rt, const Program& program,
                    std::FILE* out, std::FILE* err) {
   std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(program);
@@ -590,8 +703,16 @@ int PlanAllMethods(const Options& options, const Runtime& rt, const Program& pro
   for (const std::string& name : names) {
     absl::StatusOr<std::unique_ptr<Method>> method = loaded->LoadMethod(name, options.load);
     if (!method.ok()) return Fail(err, method.status());
-    absl::FPrintF(out, "== method \"%s\" ==\n%s\n", name, FormatPlanText(**method));
     methods.push_back(*std::move(method));
+  }
+  if (options.dot) {
+    std::vector<const Method*> views;
+    for (const auto& m : methods) views.push_back(m.get());
+    std::fputs(FormatProgramDot(views).c_str(), out);
+    return kExitOk;
+  }
+  for (size_t i = 0; i < methods.size(); ++i) {
+    absl::FPrintF(out, "== method \"%s\" ==\n%s\n", names[i], FormatPlanText(*methods[i]));
   }
   absl::FPrintF(out, "== program: %d methods loaded together ==\n", names.size());
   absl::FPrintF(out, "constant replicas, made once and shared by the methods: %s\n",
@@ -617,23 +738,28 @@ int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
   absl::StatusOr<std::unique_ptr<Program>> program = Program::Load(options.program);
   const double verify_us = MicrosSince(verify_start);
   if (!program.ok()) return Fail(err, program.status());
-  if (options.command == "plan" && !options.dot && !options.method_given &&
+  if (options.command == "plan" && !options.method_given &&
       (*program)->method_names().size() > 1) {
     return PlanAllMethods(options, rt, **program, out, err);
   }
   if (options.tokens > 0) return RunTokens(options, rt, **program, out, err);
-  auto load_start = Clock::now();
+  if (options.command == "bench") {
+    // Every method of a program with several, when none is named.
+    std::vector<std::string> names = {options.method};
+    if (!options.method_given && (*program)->method_names().size() > 1) {
+      names = (*program)->method_names();
+    }
+    return Bench(options, rt, **program, names, verify_us, out, err);
+  }
   absl::StatusOr<std::unique_ptr<Method>> method =
       rt.LoadMethod(**program, options.method, options.load);
-  const double load_us = MicrosSince(load_start);
   if (!method.ok()) return Fail(err, method.status());
   if (options.command == "plan") {
     std::string text = options.dot ? FormatPlanDot(**method) : FormatPlanText(**method);
     std::fputs(text.c_str(), out);
     return 0;
   }
-  if (options.command == "run") return Run(options, rt, **method, out, err);
-  return Bench(options, rt, **method, verify_us, load_us, out, err);
+  return Run(options, rt, **method, out, err);
 }
 
 }  // namespace ferry::cli

@@ -441,6 +441,69 @@ TEST(CliPlanTest, AProgramWithSeveralMethodsShowsEachAndWhatTheyShare) {
   std::remove(path.c_str());
 }
 
+TEST(CliBenchTest, AProgramWithSeveralMethodsIsMeasuredMethodByMethodWithItsMemoryOnce) {
+  ProgramBuilder pb;
+  for (const char* name : {"prefill", "decode"}) {
+    MethodBuilder& m = pb.AddMethod(name);
+    ValueId x = m.Input("x", DType::kFloat32, {4});
+    ValueId w = m.ConstantF32("w", {4}, {1, 2, 3, 4});
+    ValueId acc = m.SharedStateF32("acc", {4}, {0, 0, 0, 0});
+    m.Output(m.GraphDelegate("cuda:0", {acc, x, w},
+                             [](MethodBuilder& g, absl::Span<const ValueId> in) {
+                               ValueId s = g.Op("add", {in[1], in[2]});
+                               return std::vector<ValueId>{g.Op("add_", {in[0], s})};
+                             })[0]);
+  }
+  const std::string path = ::testing::TempDir() + "/two_methods_bench.ferry";
+  ASSERT_OK(pb.WriteFile(path));
+  Options options;
+  options.command = "bench";
+  options.program = path;
+  options.calls = 20;
+  options.json = true;
+  Result r = RunCli(options);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(IsValidJson(r.out)) << r.out;
+  // w (16 bytes) made once, by the first method; acc (16 bytes) one buffer for both.
+  EXPECT_THAT(r.out, HasSubstr("\"constant_bytes_at_load\": 16,"));
+  EXPECT_THAT(r.out, HasSubstr("\"program_replica_bytes\": {\"sim:0\": 16}"));
+  EXPECT_THAT(r.out, HasSubstr("\"program_shared_state_bytes\": {\"sim:0\": 16}"));
+  const size_t prefill = r.out.find("{\"method\": \"prefill\"");
+  const size_t decode = r.out.find("{\"method\": \"decode\"");
+  ASSERT_NE(prefill, std::string::npos) << r.out;
+  ASSERT_NE(decode, std::string::npos) << r.out;
+  const std::string first = r.out.substr(prefill, decode - prefill);
+  const std::string second = r.out.substr(decode);
+  EXPECT_THAT(first, HasSubstr("\"constant_bytes_at_load\": 16,"));
+  EXPECT_THAT(second, HasSubstr("\"constant_bytes_at_load\": 0,"));
+  EXPECT_THAT(second, HasSubstr("\"shared_constant_bytes\": 16,"));
+  // Per call: x goes to the device and the result comes back, in the manifest and counted; no
+  // copy of w or acc.
+  for (const std::string& m : {first, second}) {
+    EXPECT_THAT(m, HasSubstr("\"copies_per_call\": {\"manifest\": 2, \"counted\": 2.000, "
+                             "\"of_constants_and_state\": 0}"));
+    EXPECT_THAT(m, HasSubstr("\"calls\": 20"));
+  }
+  // The table: each method, then the program.
+  options.json = false;
+  r = RunCli(options);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ferry bench: method \"prefill\""));
+  EXPECT_THAT(r.out, HasSubstr("ferry bench: method \"decode\""));
+  EXPECT_THAT(r.out, HasSubstr("program: 2 methods loaded together"));
+  EXPECT_THAT(r.out, HasSubstr("constant replicas  sim:0 16 B, made once"));
+  // --method: that one alone, with the program's memory beside it.
+  options.json = true;
+  options.method = "decode";
+  options.method_given = true;
+  r = RunCli(options);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(IsValidJson(r.out)) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("prefill")));
+  EXPECT_THAT(r.out, HasSubstr("\"program_replica_bytes\": {\"sim:0\": 16}"));
+  std::remove(path.c_str());
+}
+
 TEST(ParseArgsTest, TokensTakesTheDecodeLoopExampleAndRefusesCallsAndInputs) {
   Parsed p = Parse({"run", "--tokens", "12"});
   ASSERT_EQ(p.code, -1) << p.err;

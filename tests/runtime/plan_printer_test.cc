@@ -2,6 +2,8 @@
 // picture uses, and names each device as declared with the device it runs on.
 #include "ferry/runtime/plan_printer.h"
 
+#include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,7 +13,9 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
+#include "ferry/runtime/runtime.h"
 #include "tests/conformance/conformance_util.h"
 #include "tests/testing/method_harness.h"
 #include "tests/testing/status_matchers.h"
@@ -158,6 +162,53 @@ TEST(PlanDot, NamesWithQuotesAndBackslashesAreEscaped) {
   MethodHarness h(pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load());
   EXPECT_THAT(FormatPlanDot(*method), HasSubstr("label=\"a \\\"quoted\\\" \\\\n\\n"));
+}
+
+TEST(ProgramDot, MethodsSideBySideWithTheValuesTheyShareDrawnOnce) {
+  ProgramBuilder pb;
+  for (const char* name : {"prefill", "decode"}) {
+    MethodBuilder& m = pb.AddMethod(name);
+    ValueId x = m.Input("x", DType::kFloat32, {4});
+    ValueId w = m.ConstantF32("w", {4}, {1, 2, 3, 4});
+    ValueId own = m.ConstantF32(std::string(name) + "_bias", {4},
+                                {name[0] == 'p' ? 1.0f : 2.0f, 0, 0, 0});
+    ValueId acc = m.SharedStateF32("acc", {4}, {0, 0, 0, 0});
+    ValueId y = m.GraphDelegate("cuda:0", {acc, x, w}, [](MethodBuilder& g,
+                                                           absl::Span<const ValueId> in) {
+      return std::vector<ValueId>{g.Op("add_", {in[0], g.Op("add", {in[1], in[2]})})};
+    })[0];
+    m.Output(m.Op("add", {y, own}));
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, pb.Build());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(bytes));
+  Runtime rt;
+  std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(*program);
+  ASSERT_OK_AND_ASSIGN(auto prefill, loaded->LoadMethod("prefill"));
+  ASSERT_OK_AND_ASSIGN(auto decode, loaded->LoadMethod("decode"));
+  const std::string dot = FormatProgramDot({prefill.get(), decode.get()});
+  const Dot d = Split(dot);
+  // One cluster per method, named.
+  EXPECT_THAT(d.body, HasSubstr("subgraph cluster_m0 {\n  label=\"method \\\"prefill\\\"\";"));
+  EXPECT_THAT(d.body, HasSubstr("subgraph cluster_m1 {\n  label=\"method \\\"decode\\\"\";"));
+  // w and acc once each, outside the clusters, with edges into both; each method's own bias in
+  // its cluster.
+  for (const char* shared : {"w\\nshared constant", "acc\\nshared state"}) {
+    const std::string line = LineWith(d.body, shared);
+    ASSERT_FALSE(line.empty()) << shared << "\n" << d.body;
+    EXPECT_THAT(line, HasSubstr("style=bold"));
+    const std::string id(absl::StripLeadingAsciiWhitespace(line).substr(
+        0, absl::StripLeadingAsciiWhitespace(line).find(' ')));
+    EXPECT_THAT(d.body, HasSubstr("  " + id + " -> m0_")) << shared;
+    EXPECT_THAT(d.body, HasSubstr("  " + id + " -> m1_")) << shared;
+    EXPECT_EQ(d.body.find(shared), d.body.rfind(shared)) << shared << " drawn twice";
+  }
+  EXPECT_THAT(d.body, HasSubstr("m0_v"));
+  EXPECT_THAT(LineWith(d.body, "prefill_bias\\nconstant"), HasSubstr("m0_v"));
+  EXPECT_THAT(LineWith(d.body, "decode_bias\\nconstant"), HasSubstr("m1_v"));
+  EXPECT_THAT(d.legend, HasSubstr("shared by the methods"));
+  // Braces balance: the clusters are closed.
+  EXPECT_EQ(std::count(dot.begin(), dot.end(), '{'), std::count(dot.begin(), dot.end(), '}'));
+  ExpectLegendExplainsEveryStyle(dot);
 }
 
 }  // namespace
