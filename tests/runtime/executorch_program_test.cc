@@ -2,7 +2,8 @@
 // ../shared/pte that have portable ops only run, with outputs computed here from the inputs and
 // from constants read off the file by the reader; the others are refused with messages naming the
 // op, the backend or the external weights. Hand-made programs (plain EtProgram data) check that a
-// reused `out` value gives each write its own Ferry value.
+// reused `out` value gives each write its own Ferry value; those of the ops beyond a linear layer
+// are written as .pte files (tests/testing/pte_writer.h) and run from the bytes.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +13,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "ferry/loader/executorch.h"
@@ -760,6 +763,55 @@ TEST(ExecuTorchImportTest, OpsThatDoNotTakeBoolAreRefusedAtLoad) {
                        AllOf(HasSubstr("aten::add.out (instruction 1)"),
                              HasSubstr("add: argument 0 has dtype bool, which add does not "
                                        "support"))));
+}
+
+// ferry run on a .pte with bool and int32 inputs and outputs:
+//   e = eq.Scalar(x, 2); e32 = e as int32; w = where(cond, x, e32)
+TEST(ExecuTorchImportTest, CliRunsBoolAndInt32InputsAndOutputs) {
+  EtProgram p = OneMethod(
+      {BoolTensor({4}), Int32Tensor({4}), Int(2), BoolTensor({4}), Bool(false), EtValue{},
+       Int32Tensor({4}), Int32Tensor({4})},
+      {0, 1}, {3, 7},
+      {{"aten::eq", "Scalar_out"},
+       {"dim_order_ops::_to_dim_order_copy", "out"},
+       {"aten::where", "self_out"}},
+      {Call(0, {1, 2, 3, 3}), Call(1, {3, 4, 5, 6, 6}), Call(2, {0, 1, 6, 7, 7})});
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       absl::StrCat("ferry_executorch_bool_int32_", getpid(), ".pte"))
+          .string();
+  {
+    const std::vector<uint8_t> bytes = testing::WritePte(p);
+    std::ofstream file(path, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  auto run = [&](std::vector<double> cond, std::string* text, std::string* errors) {
+    cli::Options o;
+    o.command = "run";
+    o.program = path;
+    o.calls = 1;
+    o.warmup = 0;
+    o.inputs["0"] = std::move(cond);
+    o.inputs["1"] = {2, 3, 2, -1};
+    std::FILE* out = std::tmpfile();
+    std::FILE* err = std::tmpfile();
+    const int code = cli::RunCommand(o, out, err);
+    for (auto [file, s] : {std::pair{out, text}, std::pair{err, errors}}) {
+      s->assign(1 << 16, '\0');
+      std::rewind(file);
+      s->resize(std::fread(s->data(), 1, s->size(), file));
+      std::fclose(file);
+    }
+    return code;
+  };
+  std::string text, errors;
+  ASSERT_EQ(run({1, 0, 1, 1}, &text, &errors), cli::kExitOk) << errors;
+  // e = (x == 2) = [1, 0, 1, 0]; w = cond ? x : e = [2, 0, 2, -1].
+  EXPECT_THAT(text, AllOf(HasSubstr("bool[4] on host: sum 2 min 0 max 1  [1, 0, 1, 0]"),
+                          HasSubstr("int32[4] on host: sum 3 min -1 max 2  [2, 0, 2, -1]")));
+  EXPECT_NE(run({1, 2, 0, 0}, &text, &errors), cli::kExitOk);
+  EXPECT_THAT(errors, HasSubstr("2 is not 0 or 1, and input \"input 0\" is bool"));
+  std::filesystem::remove(path);
 }
 
 }  // namespace
