@@ -62,11 +62,11 @@ absl::Status MeanKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* cons
   }
   // Kept dimensions (in order, as the result has them, with or without keepdim's 1s) and reduced
   // ones, each with x's strides; the kept ones also with the result's.
-  int64_t kept_sizes[kMaxRank];
-  int64_t kept_x[kMaxRank];
-  int64_t kept_out[kMaxRank];
-  int64_t red_sizes[kMaxRank];
-  int64_t red_x[kMaxRank];
+  int64_t kept_sizes[kMaxRank] = {};
+  int64_t kept_x[kMaxRank] = {};
+  int64_t kept_out[kMaxRank] = {};
+  int64_t red_sizes[kMaxRank] = {};
+  int64_t red_x[kMaxRank] = {};
   int kept = 0;
   int reduced = 0;
   int out_d = 0;
