@@ -17,6 +17,10 @@ class CudaKernels final : public DeviceKernels {
     return PrepareCudaKernels(device_index);
   }
   KernelFn Find(absl::string_view op) const override { return FindCudaKernel(op); }
+  absl::Status CheckDTypes(absl::string_view op, absl::Span<const OpArg> args,
+                           absl::Span<const TensorRef* const> results) const override {
+    return CheckCudaKernelDTypes(op, args, results);
+  }
   void SetStream(void* stream) const override { SetCurrentCudaStream(stream); }
 };
 

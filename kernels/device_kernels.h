@@ -6,6 +6,7 @@
 //   const DeviceKernels* kernels = FindDeviceKernels(device.type);   // nullptr: none registered
 //   FERRY_RETURN_IF_ERROR(kernels->Prepare(device.index));            // at load, per device used
 //   KernelFn relu = kernels->Find("relu");                            // at load; nullptr: no kernel
+//   FERRY_RETURN_IF_ERROR(kernels->CheckDTypes("relu", args, results)); // at load
 //   kernels->SetStream(runtime->native_stream());                     // before running, per call
 //
 // The built-in registration is CUDA's (kernels/cuda/cuda_ops.h), present when Ferry is built with
@@ -22,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "ferry/kernels/op_registry.h"
 #include "ferry/memory/device.h"
 
@@ -35,6 +37,13 @@ class DeviceKernels {
   virtual absl::Status Prepare(int32_t device_index) const = 0;
   // The kernel of op `op` (its registered name) on this type; nullptr when it has none.
   virtual KernelFn Find(absl::string_view op) const = 0;
+  // At load, for a call of `op`'s kernel with these (inferred) arguments and results: OK when the
+  // kernel takes their dtypes, else Unimplemented naming the op and the dtype. A kernel may take
+  // fewer dtypes than the host kernel of the same op. The default accepts everything.
+  virtual absl::Status CheckDTypes(absl::string_view op, absl::Span<const OpArg> args,
+                                   absl::Span<const TensorRef* const> results) const {
+    return absl::OkStatus();
+  }
   // Sets where the calling thread's later kernels run: the device runtime's native_stream().
   virtual void SetStream(void* stream) const = 0;
 };

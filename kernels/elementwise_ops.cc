@@ -333,8 +333,8 @@ absl::Status FillKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* cons
 absl::Status CopyInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "copy_";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* dst, TensorArg(op, args, 0));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* src, TensorArg(op, args, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* dst, AnyTensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* src, AnyTensorArg(op, args, 1));
   FERRY_RETURN_IF_ERROR(CheckSameDType(op, 1, *src, 0, *dst));
   if (!BroadcastsTo(Sizes(*src), Sizes(*dst))) {
     return OpError(op, "argument 1 has shape ", ShapeString(*src), ", which does not broadcast to ",

@@ -28,6 +28,13 @@
 //                                        run-time InvalidArgument and nothing is written
 //   embedding(t weight, t indices)       out[i, ...] = weight[indices[i], ...]; indices int64 [n];
 //                                        an out-of-range index is a run-time InvalidArgument
+//   mean(t x, intlist dims, bool keepdim) float32; [] reduces every dim; empty reductions NaN
+//   eq(t, number)                        bool result; any dtype
+//   where(t cond, t a, t b)              cond bool; a, b one dtype (any); all three broadcast
+//   to_dtype(t, int dtype)               cast to the DType numbered dtype (kernels/tensor.h)
+// Views, copies (clone, reshape, cat, copy_), sym_size, embedding's weight and index_put_'s self
+// and values take every dtype (float32, int64, bool, int32); the other ops refuse bool and int32
+// at load (Unimplemented).
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/op_registry.h"
 #include "ferry/memory/status_macros.h"
@@ -39,6 +46,8 @@ absl::Status RegisterBuiltInOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(internal::RegisterLinalgOps(registry));
   FERRY_RETURN_IF_ERROR(internal::RegisterShapeOps(registry));
   FERRY_RETURN_IF_ERROR(internal::RegisterIndexOps(registry));
+  FERRY_RETURN_IF_ERROR(internal::RegisterDTypeOps(registry));
+  FERRY_RETURN_IF_ERROR(internal::RegisterReduceOps(registry));
   return absl::OkStatus();
 }
 

@@ -1,4 +1,4 @@
-// Ops whose indices are data:
+// Ops whose indices are data (int64); the other tensors may have any dtype:
 //   index_put_(self, indices, values): self[indices[i], ...] = values[i, ...], the KV-cache update.
 //   embedding(weight, indices) -> out[i, ...] = weight[indices[i], ...], a token embedding lookup.
 //
@@ -40,9 +40,9 @@ std::vector<int64_t> RowShape(const TensorRef& self, int64_t n) {
 
 absl::Status IndexPutInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   FERRY_RETURN_IF_ERROR(CheckArity(kOp, args, 3, 3, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* self, TensorArg(kOp, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* self, AnyTensorArg(kOp, args, 0));
   FERRY_ASSIGN_OR_RETURN(const TensorRef* indices, TensorArg(kOp, args, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* values, TensorArg(kOp, args, 2));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* values, AnyTensorArg(kOp, args, 2));
   if (self->rank < 1) {
     return OpError(kOp, "argument 0 has shape ", ShapeString(*self),
                    ", expected at least 1 dimension");

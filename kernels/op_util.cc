@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_join.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
 
@@ -33,6 +34,17 @@ absl::Status CheckArity(absl::string_view op, absl::Span<const OpArg> args, int 
 
 absl::StatusOr<const TensorRef*> TensorArg(absl::string_view op, absl::Span<const OpArg> args,
                                            int i) {
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, i));
+  if (t->dtype != DType::kFloat32 && t->dtype != DType::kInt64) {
+    return absl::UnimplementedError(absl::StrCat(op, ": argument ", i, " has dtype ",
+                                                 DTypeName(t->dtype), ", which ", op,
+                                                 " does not support (float32 and int64 only)"));
+  }
+  return t;
+}
+
+absl::StatusOr<const TensorRef*> AnyTensorArg(absl::string_view op, absl::Span<const OpArg> args,
+                                              int i) {
   const TensorRef* t = args[i].tensor;
   if (t == nullptr) return OpError(op, "argument ", i, " must be a tensor");
   if (t->rank < 0 || t->rank > kMaxRank) {
@@ -41,9 +53,7 @@ absl::StatusOr<const TensorRef*> TensorArg(absl::string_view op, absl::Span<cons
   for (int d = 0; d < t->rank; ++d) {
     if (t->sizes[d] < 0) return OpError(op, "argument ", i, " has negative size ", t->sizes[d]);
   }
-  if (t->dtype != DType::kFloat32 && t->dtype != DType::kInt64) {
-    return OpError(op, "argument ", i, " has an unknown dtype");
-  }
+  if (!IsKnownDType(t->dtype)) return OpError(op, "argument ", i, " has an unknown dtype");
   return t;
 }
 
@@ -133,10 +143,16 @@ bool BroadcastsTo(absl::Span<const int64_t> from, absl::Span<const int64_t> to) 
 void BroadcastCopy(const TensorRef& dst, const TensorRef& src) {
   int64_t strides[kMaxRank];
   BroadcastStrides(src, dst.rank, dst.sizes.data(), strides);
-  if (dst.dtype == DType::kFloat32) {
-    StridedCopy<float>(dst, src.data_as<const float>(), strides);
-  } else {
-    StridedCopy<int64_t>(dst, src.data_as<const int64_t>(), strides);
+  switch (dst.element_size()) {
+    case 1:
+      StridedCopy<uint8_t>(dst, src.data_as<const uint8_t>(), strides);
+      break;
+    case 4:
+      StridedCopy<uint32_t>(dst, src.data_as<const uint32_t>(), strides);
+      break;
+    default:
+      StridedCopy<uint64_t>(dst, src.data_as<const uint64_t>(), strides);
+      break;
   }
 }
 

@@ -2,7 +2,8 @@
 //
 // Views (view, transpose, permute, slice, unsqueeze, squeeze, expand) have no kernel: `infer`
 // gives the result's sizes, strides and offset within argument 0 and the executor aliases it.
-// Copies (reshape, clone, cat) write a contiguous result. sym_size reads only metadata.
+// Copies (reshape, clone, cat) write a contiguous result. sym_size reads only metadata. Every op
+// here takes every dtype: copies move elements by their size.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -109,7 +110,7 @@ InferredResult MakeView(const TensorRef& t, absl::Span<const int64_t> sizes,
 absl::Status ViewInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "view";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   FERRY_ASSIGN_OR_RETURN(const std::vector<int64_t>* requested, IntListArg(op, args, 1));
   FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ResolveSizes(op, 1, *requested, *t));
   std::optional<std::vector<int64_t>> strides = ViewStrides(*t, sizes);
@@ -125,7 +126,7 @@ absl::Status ViewInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> 
 absl::Status TransposeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "transpose";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 3, 3, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   FERRY_ASSIGN_OR_RETURN(int64_t d0_raw, IntArg(op, args, 1));
   FERRY_ASSIGN_OR_RETURN(int64_t d1_raw, IntArg(op, args, 2));
   FERRY_ASSIGN_OR_RETURN(int d0, NormalizeDim(op, 1, d0_raw, t->rank));
@@ -139,7 +140,7 @@ absl::Status TransposeInfer(absl::Span<const OpArg> args, absl::Span<InferredRes
 absl::Status PermuteInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "permute";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   FERRY_ASSIGN_OR_RETURN(const std::vector<int64_t>* dims, IntListArg(op, args, 1));
   if (static_cast<int>(dims->size()) != t->rank) {
     return OpError(op, "argument 1 ", ShapeString(*dims), " has ", dims->size(),
@@ -163,7 +164,7 @@ absl::Status PermuteInfer(absl::Span<const OpArg> args, absl::Span<InferredResul
 absl::Status SliceInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "slice";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 5, 5, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   FERRY_ASSIGN_OR_RETURN(int64_t dim_raw, IntArg(op, args, 1));
   FERRY_ASSIGN_OR_RETURN(int64_t start, IntArg(op, args, 2));
   FERRY_ASSIGN_OR_RETURN(int64_t end, IntArg(op, args, 3));
@@ -192,7 +193,7 @@ absl::Status SliceInfer(absl::Span<const OpArg> args, absl::Span<InferredResult>
 absl::Status UnsqueezeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "unsqueeze";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   FERRY_ASSIGN_OR_RETURN(int64_t dim_raw, IntArg(op, args, 1));
   if (t->rank >= kMaxRank) {
     return OpError(op, "argument 0 has rank ", t->rank, ", the most supported is ", kMaxRank);
@@ -210,7 +211,7 @@ absl::Status UnsqueezeInfer(absl::Span<const OpArg> args, absl::Span<InferredRes
 absl::Status SqueezeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "squeeze";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   FERRY_ASSIGN_OR_RETURN(int64_t dim_raw, IntArg(op, args, 1));
   FERRY_ASSIGN_OR_RETURN(int dim, NormalizeDim(op, 1, dim_raw, t->rank));
   std::vector<int64_t> sizes(Sizes(*t).begin(), Sizes(*t).end());
@@ -227,7 +228,7 @@ absl::Status SqueezeInfer(absl::Span<const OpArg> args, absl::Span<InferredResul
 absl::Status ExpandInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "expand";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   FERRY_ASSIGN_OR_RETURN(const std::vector<int64_t>* requested, IntListArg(op, args, 1));
   const int rank = static_cast<int>(requested->size());
   if (rank < t->rank || rank > kMaxRank) {
@@ -318,7 +319,7 @@ void LogicalCopy(const TensorRef& dst, const TensorRef& src) {
 absl::Status ReshapeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "reshape";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   FERRY_ASSIGN_OR_RETURN(const std::vector<int64_t>* requested, IntListArg(op, args, 1));
   FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ResolveSizes(op, 1, *requested, *t));
   results[0].layout = ContiguousLayout(t->dtype, sizes);
@@ -328,10 +329,16 @@ absl::Status ReshapeInfer(absl::Span<const OpArg> args, absl::Span<InferredResul
 
 absl::Status ReshapeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
   const TensorRef& src = *args[0].tensor;
-  if (src.dtype == DType::kFloat32) {
-    LogicalCopy<float>(*results[0], src);
-  } else {
-    LogicalCopy<int64_t>(*results[0], src);
+  switch (src.element_size()) {
+    case 1:
+      LogicalCopy<uint8_t>(*results[0], src);
+      break;
+    case 4:
+      LogicalCopy<uint32_t>(*results[0], src);
+      break;
+    default:
+      LogicalCopy<uint64_t>(*results[0], src);
+      break;
   }
   return absl::OkStatus();
 }
@@ -339,7 +346,7 @@ absl::Status ReshapeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* c
 absl::Status CloneInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "clone";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 1, 1, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   results[0].layout = ContiguousLayout(t->dtype, Sizes(*t));
   results[0].view_offset = 0;
   return absl::OkStatus();
@@ -354,11 +361,11 @@ absl::Status CatInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> r
   constexpr absl::string_view op = "cat";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, -1, results, 1));
   FERRY_ASSIGN_OR_RETURN(int64_t dim_raw, IntArg(op, args, 0));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* first, TensorArg(op, args, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* first, AnyTensorArg(op, args, 1));
   FERRY_ASSIGN_OR_RETURN(int dim, NormalizeDim(op, 0, dim_raw, first->rank));
   std::vector<int64_t> sizes(Sizes(*first).begin(), Sizes(*first).end());
   for (int i = 2; i < static_cast<int>(args.size()); ++i) {
-    FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, i));
+    FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, i));
     FERRY_RETURN_IF_ERROR(CheckSameDType(op, i, *t, 1, *first));
     bool match = t->rank == first->rank;
     for (int d = 0; match && d < t->rank; ++d) match = d == dim || t->sizes[d] == first->sizes[d];
@@ -399,7 +406,7 @@ absl::Status CatKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const
 absl::Status SymSizeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "sym_size";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
   FERRY_ASSIGN_OR_RETURN(int64_t dim_raw, IntArg(op, args, 1));
   FERRY_RETURN_IF_ERROR(NormalizeDim(op, 1, dim_raw, t->rank).status());
   results[0].layout = ContiguousLayout(DType::kInt64, {});

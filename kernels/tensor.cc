@@ -14,9 +14,15 @@ size_t DTypeSize(DType dtype) {
       return 4;
     case DType::kInt64:
       return 8;
+    case DType::kBool:
+      return 1;
+    case DType::kInt32:
+      return 4;
   }
   return 0;
 }
+
+bool IsKnownDType(DType dtype) { return DTypeSize(dtype) != 0; }
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
@@ -24,6 +30,10 @@ const char* DTypeName(DType dtype) {
       return "float32";
     case DType::kInt64:
       return "int64";
+    case DType::kBool:
+      return "bool";
+    case DType::kInt32:
+      return "int32";
   }
   return "unknown";
 }

@@ -26,9 +26,15 @@
 
 namespace ferry {
 
-enum class DType : uint8_t { kFloat32 = 0, kInt64 = 1 };
+// The numbers are stored in program files (loader/schema/program.fbs): new dtypes are appended.
+// Ops support float32 and int64 unless their schema says otherwise; bool (one byte, 0 or 1) and
+// int32 are carried by copies and views and produced by comparisons and casts.
+enum class DType : uint8_t { kFloat32 = 0, kInt64 = 1, kBool = 2, kInt32 = 3 };
 
-// Bytes per element; "float32", "int64".
+// Whether `dtype` is one of the values above (a DType read from bytes may be anything).
+bool IsKnownDType(DType dtype);
+
+// Bytes per element; "float32", "int64", "bool", "int32".
 size_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
 

@@ -75,6 +75,10 @@ std::optional<DType> FerryDType(fb::ScalarType t) {
       return DType::kFloat32;
     case fb::ScalarType::LONG:
       return DType::kInt64;
+    case fb::ScalarType::INT:
+      return DType::kInt32;
+    case fb::ScalarType::BOOL:
+      return DType::kBool;
     default:
       return std::nullopt;
   }

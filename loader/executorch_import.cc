@@ -1,6 +1,8 @@
 #include "ferry/loader/executorch_import.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -58,6 +60,9 @@ class MethodImporter {
     const char* et_name;
     int num_args;  // the .out overload's schema arguments, without `out`
     ImportFn import;
+    // An in-place op (copy_, index_put_): the call passes its arguments and the returned value
+    // (argument 0, the written tensor), and `out` is argument 0.
+    bool in_place = false;
   };
   static absl::Span<const OpMapping> Ops() {
     // ExecuTorch op (the .out overload) -> how it maps onto Ferry ops.
@@ -75,6 +80,20 @@ class MethodImporter {
         {"aten::clone.out", 2, &MethodImporter::ImportUnary<kClone>},
         {"dim_order_ops::_to_dim_order_copy.out", 3, &MethodImporter::ImportDimOrderCopy},
         {"dim_order_ops::_clone_dim_order.out", 3, &MethodImporter::ImportDimOrderCopy},
+        {"aten::expand_copy.out", 3, &MethodImporter::ImportExpandCopy},
+        {"aten::cat.out", 2, &MethodImporter::ImportCat},
+        {"aten::slice_copy.Tensor_out", 5, &MethodImporter::ImportSliceCopy},
+        {"aten::squeeze_copy.dim_out", 2, &MethodImporter::ImportSqueezeCopy},
+        {"aten::squeeze_copy.dims_out", 2, &MethodImporter::ImportSqueezeCopy},
+        {"aten::unsqueeze_copy.out", 2, &MethodImporter::ImportUnsqueezeCopy},
+        {"aten::_softmax.out", 3, &MethodImporter::ImportSoftmax},
+        {"aten::mean.out", 4, &MethodImporter::ImportMean},
+        {"aten::eq.Scalar_out", 2, &MethodImporter::ImportEqScalar},
+        {"aten::where.self_out", 3, &MethodImporter::ImportWhere},
+        {"aten::index_put.out", 4, &MethodImporter::ImportIndexPut},
+        {"aten::index_put_", 4, &MethodImporter::ImportIndexPut, /*in_place=*/true},
+        {"aten::copy.out", 3, &MethodImporter::ImportCopy},
+        {"aten::copy_", 3, &MethodImporter::ImportCopy, /*in_place=*/true},
     };
     return kOps;
   }
@@ -152,17 +171,21 @@ class MethodImporter {
     if (mapping == nullptr) {
       return Unimplemented(absl::StrCat("op \"", op_name_, "\" is not supported"));
     }
-    // The schema's arguments, then `out`, then the returned value (the same as `out`).
+    // The schema's arguments, then `out`, then the returned value (the same as `out`); an
+    // in-place op has no `out` and returns its argument 0.
     const std::vector<int32_t>& args = instruction.args;
-    if (static_cast<int>(args.size()) != mapping->num_args + 2) {
+    const int extra = mapping->in_place ? 1 : 2;
+    if (static_cast<int>(args.size()) != mapping->num_args + extra) {
       return Invalid(absl::StrCat("the call passes ", args.size(), " arguments, but ", op_name_,
                                   " takes ", mapping->num_args,
-                                  ", then `out` and the returned value"));
+                                  mapping->in_place ? ", then the returned value"
+                                                    : ", then `out` and the returned value"));
     }
-    const int32_t out = args[mapping->num_args];
+    const int32_t out = mapping->in_place ? args[0] : args[mapping->num_args];
     if (args.back() != out) {
-      return Invalid(
-          absl::StrCat("the returned value is value ", args.back(), ", but `out` is value ", out));
+      return Invalid(absl::StrCat("the returned value is value ", args.back(), ", but ",
+                                  mapping->in_place ? "the written argument 0" : "`out`",
+                                  " is value ", out));
     }
     if (et_.values[out].kind != EtValueKind::kTensor) {
       return Invalid(absl::StrCat("`out` is value ", out, ", a ",
@@ -311,6 +334,65 @@ class MethodImporter {
     }
   }
 
+  // An Int value (`what` names it in errors).
+  absl::StatusOr<int64_t> IntValue(int32_t v, absl::string_view what) const {
+    const EtValue& value = et_.values[v];
+    if (value.kind != EtValueKind::kInt) {
+      return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
+                                  ", not an int"));
+    }
+    return value.int_value;
+  }
+
+  // An optional Int value: `absent` for None.
+  absl::StatusOr<int64_t> OptionalIntValue(int32_t v, absl::string_view what,
+                                           int64_t absent) const {
+    if (et_.values[v].kind == EtValueKind::kNull) return absent;
+    return IntValue(v, what);
+  }
+
+  absl::StatusOr<bool> BoolValue(int32_t v, absl::string_view what) const {
+    const EtValue& value = et_.values[v];
+    if (value.kind != EtValueKind::kBool) {
+      return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
+                                  ", not a bool"));
+    }
+    return value.bool_value;
+  }
+
+  // A Scalar argument (Int, Double or Bool) as a Ferry number.
+  absl::StatusOr<Scalar> NumberValue(int32_t v, absl::string_view what) const {
+    const EtValue& value = et_.values[v];
+    switch (value.kind) {
+      case EtValueKind::kInt:
+        return Scalar::Int(value.int_value);
+      case EtValueKind::kDouble:
+        return Scalar::Double(value.double_value);
+      case EtValueKind::kBool:
+        return Scalar::Bool(value.bool_value);
+      default:
+        return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
+                                    ", not a number"));
+    }
+  }
+
+  // The tensors of a TensorList (or of an OptionalTensorList without None), in order.
+  absl::StatusOr<std::vector<int32_t>> TensorListValue(int32_t v, absl::string_view what) const {
+    const EtValue& value = et_.values[v];
+    if (value.kind != EtValueKind::kTensorList && value.kind != EtValueKind::kOptionalTensorList) {
+      return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
+                                  ", not a tensor list"));
+    }
+    for (int32_t item : value.items) {
+      if (item < 0 || et_.values[item].kind != EtValueKind::kTensor) {
+        return Unimplemented(absl::StrCat(what, " (value ", v, ") has item ", item,
+                                          ", which is not a tensor; None indices are not "
+                                          "supported"));
+      }
+    }
+    return value.items;
+  }
+
   void AddNode(absl::string_view op, ValueIds args, ValueId result) {
     NodeDef node;
     node.name = absl::StrCat(op_name_, " (instruction ", instruction_, ")");
@@ -415,10 +497,21 @@ class MethodImporter {
     const bool constant =
         latest_[args[0]] < 0 && (source.data.kind == EtDataKind::kConstantBuffer ||
                                  source.data.kind == EtDataKind::kConstantSegment);
-    if (!constant || !from.dim_order.empty() || from.sizes != to.sizes) {
+    if (!from.dim_order.empty() || from.sizes != to.sizes) {
       return Unimplemented(absl::StrCat("a cast from ", DTypeName(from.dtype), " to ",
                                         DTypeName(to.dtype),
-                                        " of a tensor that is not a constant is not supported"));
+                                        " that also changes the layout or shape is not supported"));
+    }
+    const bool foldable = (from.dtype == DType::kInt64 && to.dtype == DType::kFloat32) ||
+                          (from.dtype == DType::kFloat32 && to.dtype == DType::kInt64);
+    if (!constant || !foldable) {
+      // A cast at run time.
+      FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(args[0]));
+      const ValueId code = AddScalar(Scalar::Int(static_cast<int64_t>(to.dtype)),
+                                     absl::StrCat("dtype ", DTypeName(to.dtype)));
+      FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+      AddNode("to_dtype", {a, code}, r);
+      return absl::OkStatus();
     }
     // A constant: cast once, here, into a new constant.
     ValueDef value;
@@ -454,6 +547,207 @@ class MethodImporter {
     return absl::OkStatus();
   }
 
+  // A *_copy op: the view `view_op(self, extra...)`, then a clone into `out`, so that the result
+  // is a fresh tensor as ExecuTorch's semantics require.
+  absl::Status ViewThenClone(absl::string_view view_op, int32_t self, std::vector<Scalar> extra,
+                             int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(self));
+    FERRY_ASSIGN_OR_RETURN(TensorMeta meta, MetaOf(out));
+    ValueIds node_args = {a};
+    for (size_t i = 0; i < extra.size(); ++i) {
+      node_args.push_back(
+          AddScalar(std::move(extra[i]), absl::StrCat("instruction ", instruction_, " ", view_op,
+                                                      " argument ", i + 1)));
+    }
+    const ValueId view = NewIntermediate(out, meta, absl::StrCat(view_op, " view"));
+    AddNode(view_op, std::move(node_args), view);
+    FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+    AddNode("clone", {view}, r);
+    return absl::OkStatus();
+  }
+
+  // expand_copy(self, size, implicit).
+  absl::Status ImportExpandCopy(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> size, IntList(args[1], "size"));
+    return ViewThenClone("expand", args[0], {Scalar::IntList(std::move(size))}, out);
+  }
+
+  // slice_copy.Tensor(self, dim, start or None, end or None, step).
+  absl::Status ImportSliceCopy(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(int64_t dim, IntValue(args[1], "dim"));
+    FERRY_ASSIGN_OR_RETURN(int64_t start, OptionalIntValue(args[2], "start", 0));
+    FERRY_ASSIGN_OR_RETURN(int64_t end, OptionalIntValue(args[3], "end",
+                                                         std::numeric_limits<int64_t>::max()));
+    FERRY_ASSIGN_OR_RETURN(int64_t step, IntValue(args[4], "step"));
+    return ViewThenClone("slice", args[0],
+                         {Scalar::Int(dim), Scalar::Int(start), Scalar::Int(end), Scalar::Int(step)},
+                         out);
+  }
+
+  // unsqueeze_copy(self, dim).
+  absl::Status ImportUnsqueezeCopy(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(int64_t dim, IntValue(args[1], "dim"));
+    return ViewThenClone("unsqueeze", args[0], {Scalar::Int(dim)}, out);
+  }
+
+  // squeeze_copy.dim(self, dim) and squeeze_copy.dims(self, dims): one squeeze view per dim,
+  // highest first so that the lower ones keep their numbers, then a clone.
+  absl::Status ImportSqueezeCopy(absl::Span<const int32_t> args, int32_t out) {
+    std::vector<int64_t> dims;
+    if (et_.values[args[1]].kind == EtValueKind::kIntList) {
+      FERRY_ASSIGN_OR_RETURN(dims, IntList(args[1], "dims"));
+    } else {
+      FERRY_ASSIGN_OR_RETURN(int64_t dim, IntValue(args[1], "dim"));
+      dims.push_back(dim);
+    }
+    FERRY_ASSIGN_OR_RETURN(TensorMeta in, MetaOf(args[0]));
+    const int64_t rank = in.rank();
+    // A rank-0 tensor takes dim 0 or -1 and stays as it is.
+    const int64_t bound = std::max<int64_t>(rank, 1);
+    for (int64_t& d : dims) {
+      if (d < -bound || d >= bound) {
+        return Invalid(absl::StrCat("dim ", d, " is out of range for a tensor of rank ", rank));
+      }
+      if (d < 0) d += bound;
+    }
+    std::sort(dims.begin(), dims.end(), std::greater<int64_t>());
+    dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+    if (rank == 0) dims.clear();
+    FERRY_ASSIGN_OR_RETURN(ValueId current, ReadTensor(args[0]));
+    TensorMeta meta = in;
+    for (int64_t d : dims) {
+      if (meta.sizes[d] != 1) continue;  // as in PyTorch, a dim whose size is not 1 stays
+      meta.sizes.erase(meta.sizes.begin() + d);
+      meta.dim_order.clear();
+      const ValueId dim_value = AddScalar(
+          Scalar::Int(d), absl::StrCat("instruction ", instruction_, " squeeze dim ", d));
+      const ValueId view =
+          NewIntermediate(out, meta, absl::StrCat("squeeze view of dim ", d));
+      AddNode("squeeze", {current, dim_value}, view);
+      current = view;
+    }
+    FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+    AddNode("clone", {current}, r);
+    return absl::OkStatus();
+  }
+
+  // cat(tensors, dim).
+  absl::Status ImportCat(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(std::vector<int32_t> tensors, TensorListValue(args[0], "tensors"));
+    FERRY_ASSIGN_OR_RETURN(int64_t dim, IntValue(args[1], "dim"));
+    if (tensors.empty()) return Invalid(absl::StrCat("tensors (value ", args[0], ") is empty"));
+    ValueIds node_args = {AddScalar(Scalar::Int(dim), absl::StrCat("value ", args[1]))};
+    for (int32_t t : tensors) {
+      FERRY_ASSIGN_OR_RETURN(ValueId id, ReadTensor(t));
+      node_args.push_back(id);
+    }
+    FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+    AddNode("cat", std::move(node_args), r);
+    return absl::OkStatus();
+  }
+
+  // _softmax(self, dim, half_to_float): half_to_float must be false.
+  absl::Status ImportSoftmax(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(int64_t dim, IntValue(args[1], "dim"));
+    FERRY_ASSIGN_OR_RETURN(bool half_to_float, BoolValue(args[2], "half_to_float"));
+    if (half_to_float) {
+      return Unimplemented("half_to_float is true; only half_to_float = false is supported");
+    }
+    FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(args[0]));
+    const ValueId d = AddScalar(Scalar::Int(dim), absl::StrCat("value ", args[1]));
+    FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+    AddNode("softmax", {a, d}, r);
+    return absl::OkStatus();
+  }
+
+  // mean.out(self, dim or None, keepdim, dtype or None): None dims reduce every dim; dtype must
+  // be None or float32.
+  absl::Status ImportMean(absl::Span<const int32_t> args, int32_t out) {
+    std::vector<int64_t> dims;
+    if (et_.values[args[1]].kind != EtValueKind::kNull) {
+      FERRY_ASSIGN_OR_RETURN(dims, IntList(args[1], "dim"));
+    }
+    FERRY_ASSIGN_OR_RETURN(bool keepdim, BoolValue(args[2], "keepdim"));
+    if (et_.values[args[3]].kind != EtValueKind::kNull) {
+      FERRY_ASSIGN_OR_RETURN(int64_t dtype, IntValue(args[3], "dtype"));
+      if (dtype != kEtFloat) {
+        return Unimplemented(absl::StrCat("dtype is ",
+                                          EtScalarTypeName(static_cast<int8_t>(dtype)),
+                                          "; only a float32 mean is supported"));
+      }
+    }
+    FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(args[0]));
+    const ValueId d = AddScalar(Scalar::IntList(std::move(dims)),
+                                absl::StrCat("instruction ", instruction_, " dims"));
+    const ValueId k = AddScalar(Scalar::Bool(keepdim), absl::StrCat("value ", args[2]));
+    FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+    AddNode("mean", {a, d, k}, r);
+    return absl::OkStatus();
+  }
+
+  // eq.Scalar(self, other).
+  absl::Status ImportEqScalar(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(Scalar other, NumberValue(args[1], "other"));
+    FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(args[0]));
+    const ValueId o = AddScalar(std::move(other), absl::StrCat("value ", args[1]));
+    FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+    AddNode("eq", {a, o}, r);
+    return absl::OkStatus();
+  }
+
+  // where.self(condition, self, other).
+  absl::Status ImportWhere(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(ValueId c, ReadTensor(args[0]));
+    FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(args[1]));
+    FERRY_ASSIGN_OR_RETURN(ValueId b, ReadTensor(args[2]));
+    FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+    AddNode("where", {c, a, b}, r);
+    return absl::OkStatus();
+  }
+
+  // The tensor that `out` starts from: for an in-place op, argument 0 itself (written in place);
+  // otherwise a clone of it, so that argument 0 keeps its contents.
+  absl::StatusOr<ValueId> WriteTarget(int32_t self, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(self));
+    if (self == out) return a;
+    FERRY_ASSIGN_OR_RETURN(TensorMeta meta, MetaOf(self));
+    meta.dim_order.clear();
+    const ValueId copy = NewIntermediate(out, std::move(meta), "copy of self");
+    AddNode("clone", {a}, copy);
+    return copy;
+  }
+
+  // index_put(self, indices, values, accumulate) and index_put_: one index tensor, over dim 0;
+  // accumulate must be false.
+  absl::Status ImportIndexPut(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(std::vector<int32_t> indices, TensorListValue(args[1], "indices"));
+    if (indices.size() != 1) {
+      return Unimplemented(absl::StrCat("indices (value ", args[1], ") has ", indices.size(),
+                                        " tensors; only one index tensor (over dim 0) is "
+                                        "supported"));
+    }
+    FERRY_ASSIGN_OR_RETURN(bool accumulate, BoolValue(args[3], "accumulate"));
+    if (accumulate) {
+      return Unimplemented("accumulate is true; only accumulate = false is supported");
+    }
+    FERRY_ASSIGN_OR_RETURN(ValueId target, WriteTarget(args[0], out));
+    FERRY_ASSIGN_OR_RETURN(ValueId index, ReadTensor(indices[0]));
+    FERRY_ASSIGN_OR_RETURN(ValueId values, ReadTensor(args[2]));
+    FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+    AddNode("index_put_", {target, index, values}, r);
+    return absl::OkStatus();
+  }
+
+  // copy(self, src, non_blocking) and copy_: src broadcast into (a copy of) self.
+  absl::Status ImportCopy(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(ValueId target, WriteTarget(args[0], out));
+    FERRY_ASSIGN_OR_RETURN(ValueId src, ReadTensor(args[1]));
+    FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+    AddNode("copy_", {target, src}, r);
+    return absl::OkStatus();
+  }
+
+  static constexpr int64_t kEtFloat = 6;  // ExecuTorch's ScalarType for float32
   static constexpr char kAdd[] = "add";
   static constexpr char kSub[] = "sub";
   static constexpr char kMul[] = "mul";

@@ -18,12 +18,16 @@
 //    ExecuTorch writes results into preallocated `out` values and reuses them, Ferry produces
 //    each intermediate once, so every result gets its own value and a later read of the ExecuTorch
 //    value (and a method output) refers to its latest producer;
-//  - a cast of a constant (`_to_dim_order_copy` to another dtype) is done here, once, into a new
-//    constant.
+//  - ExecuTorch's *_copy ops (permute, expand, slice, squeeze, unsqueeze) become Ferry's view op
+//    and a clone, so their results are fresh tensors as ExecuTorch's semantics require;
+//    index_put and copy (functional) clone their argument 0 first, index_put_ and copy_ write it;
+//  - a cast between float32 and int64 of a constant (`_to_dim_order_copy` to another dtype) is
+//    done here, once, into a new constant; every other cast becomes a to_dtype node.
 // ExecuTorch's memory plan (memory_id, offsets) is not used: Ferry plans its own arenas.
 //
 // Errors: Unimplemented naming the method and instruction for an op, backend, dtype, dynamic
 // shape or scalar value Ferry does not support (a delegate call, `etnp::lstm.out`, alpha != 1,
+// _softmax with half_to_float, a mean to another dtype than float32, index_put with accumulate,
 // weights in an external .ptd file); InvalidArgument for a call whose arguments do not fit its
 // op's schema or that reads a value nothing has written.
 // Ownership: the MethodDefs' constant spans point into `constant_data` (moving an EtImport keeps

@@ -22,7 +22,7 @@
 namespace ferry {
 namespace {
 
-bool ValidDType(DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kInt64; }
+bool ValidDType(DType dtype) { return IsKnownDType(dtype); }
 
 bool IsPermutation(absl::Span<const int32_t> order, size_t rank) {
   if (order.size() != rank) return false;

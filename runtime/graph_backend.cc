@@ -334,6 +334,16 @@ class GraphInstance : public DelegateInstance {
               "sub-graph node ", n, " (", main.nodes[n].name, "): op \"", schema.name,
               "\" has no kernel for ", DeviceTypeName(init.device.type), " devices"));
         }
+        const absl::Status dtypes = kernels_->CheckDTypes(
+            schema.name, node_refs[n].args,
+            absl::Span<const TensorRef* const>(node_refs[n].results.data(),
+                                               node_refs[n].results.size()));
+        if (!dtypes.ok()) {
+          return absl::Status(dtypes.code(),
+                              absl::StrCat("sub-graph node ", n, " (", main.nodes[n].name,
+                                           ") on ", DeviceTypeName(init.device.type), ": ",
+                                           dtypes.message()));
+        }
       }
       tables_.Add(schema, node_refs[n].args, node_refs[n].results, pending_views[n], kernel);
     }
@@ -349,6 +359,20 @@ class GraphInstance : public DelegateInstance {
         return absl::UnimplementedError(absl::StrCat("op \"copy_\" has no kernel for ",
                                                      DeviceTypeName(init.device.type),
                                                      " devices"));
+      }
+      if (kernels_ != nullptr) {
+        for (const auto& [ref, result] : copied_outputs_) {
+          const OpArg arg{&refs_[ref], nullptr};
+          const TensorRef* out = &refs_[ref];
+          const absl::Status dtypes = kernels_->CheckDTypes(
+              "copy_", absl::MakeConstSpan(&arg, 1), absl::Span<const TensorRef* const>(&out, 1));
+          if (!dtypes.ok()) {
+            return absl::Status(dtypes.code(),
+                                absl::StrCat("sub-graph output ", result, " on ",
+                                             DeviceTypeName(init.device.type), ": ",
+                                             dtypes.message()));
+          }
+        }
       }
     }
     return absl::OkStatus();

@@ -114,14 +114,28 @@ absl::StatusOr<std::vector<double>> ReadValues(const Runtime& runtime, const Ten
   }
   std::vector<double> values(tensor.numel());
   for (size_t j = 0; j < values.size(); ++j) {
-    if (tensor.dtype() == DType::kFloat32) {
-      float f;
-      std::memcpy(&f, bytes.data() + j * 4, 4);
-      values[j] = f;
-    } else {
-      int64_t n;
-      std::memcpy(&n, bytes.data() + j * 8, 8);
-      values[j] = static_cast<double>(n);
+    switch (tensor.dtype()) {
+      case DType::kFloat32: {
+        float f;
+        std::memcpy(&f, bytes.data() + j * 4, 4);
+        values[j] = f;
+        break;
+      }
+      case DType::kInt64: {
+        int64_t n;
+        std::memcpy(&n, bytes.data() + j * 8, 8);
+        values[j] = static_cast<double>(n);
+        break;
+      }
+      case DType::kInt32: {
+        int32_t n;
+        std::memcpy(&n, bytes.data() + j * 4, 4);
+        values[j] = n;
+        break;
+      }
+      case DType::kBool:
+        values[j] = bytes[j] != 0 ? 1.0 : 0.0;
+        break;
     }
   }
   return values;

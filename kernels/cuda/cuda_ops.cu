@@ -1386,6 +1386,20 @@ absl::Status PrepareCudaKernels(int device_index) {
 
 CudaGemmCounts GetCudaGemmCounts() { return t_gemm_counts; }
 
+absl::Status CheckCudaKernelDTypes(absl::string_view op, absl::Span<const OpArg> args,
+                                   absl::Span<const TensorRef* const> results) {
+  auto supported = [](DType dtype) { return dtype == DType::kFloat32 || dtype == DType::kInt64; };
+  for (const OpArg& arg : args) {
+    if (arg.tensor != nullptr && !supported(arg.tensor->dtype)) {
+      return UnsupportedDType(op, arg.tensor->dtype);
+    }
+  }
+  for (const TensorRef* result : results) {
+    if (!supported(result->dtype)) return UnsupportedDType(op, result->dtype);
+  }
+  return absl::OkStatus();
+}
+
 KernelFn FindCudaKernel(absl::string_view op) {
   const KernelTable& table = Table();
   auto it = table.find(op);

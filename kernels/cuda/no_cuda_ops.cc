@@ -15,4 +15,9 @@ CudaGemmCounts GetCudaGemmCounts() { return {}; }
 
 KernelFn FindCudaKernel(absl::string_view) { return nullptr; }
 
+absl::Status CheckCudaKernelDTypes(absl::string_view, absl::Span<const OpArg>,
+                                   absl::Span<const TensorRef* const>) {
+  return absl::FailedPreconditionError("Ferry was built without CUDA kernels");
+}
+
 }  // namespace ferry

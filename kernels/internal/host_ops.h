@@ -19,6 +19,10 @@ absl::Status RegisterLinalgOps(OpRegistry& registry);
 absl::Status RegisterShapeOps(OpRegistry& registry);
 // index_put_.
 absl::Status RegisterIndexOps(OpRegistry& registry);
+// eq, where, to_dtype.
+absl::Status RegisterDTypeOps(OpRegistry& registry);
+// mean.
+absl::Status RegisterReduceOps(OpRegistry& registry);
 
 }  // namespace ferry::internal
 

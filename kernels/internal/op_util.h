@@ -47,9 +47,13 @@ absl::Status OpError(absl::string_view op, const Parts&... parts) {
 absl::Status CheckArity(absl::string_view op, absl::Span<const OpArg> args, int min_args,
                         int max_args, absl::Span<InferredResult> results, int num_results);
 
-// Argument `i` as a tensor with a valid rank and non-negative sizes.
+// Argument `i` as a tensor with a valid rank and non-negative sizes, of dtype float32 or int64
+// (the dtypes every op supports); bool and int32 are Unimplemented, naming the op.
 absl::StatusOr<const TensorRef*> TensorArg(absl::string_view op, absl::Span<const OpArg> args,
                                            int i);
+// The same for ops that take every dtype (copies, views, casts, comparisons).
+absl::StatusOr<const TensorRef*> AnyTensorArg(absl::string_view op, absl::Span<const OpArg> args,
+                                              int i);
 absl::Status CheckDType(absl::string_view op, int i, const TensorRef& t, DType expected);
 absl::Status CheckSameDType(absl::string_view op, int i, const TensorRef& t, int j,
                             const TensorRef& u);
@@ -227,7 +231,8 @@ void StridedCopy(const TensorRef& dst, const T* src, const int64_t* src_strides)
                    [&](const std::array<int64_t, 2>& o) { out[o[0]] = src[o[1]]; });
 }
 
-// StridedCopy of `src` broadcast to dst's shape, dispatched on dtype (dst and src share it).
+// StridedCopy of `src` broadcast to dst's shape, dispatched on the element size (dst and src share
+// the dtype), so it serves every dtype.
 void BroadcastCopy(const TensorRef& dst, const TensorRef& src);
 
 // A numeric scalar argument as T, on the host (host and CUDA kernels alike read scalars here; a

@@ -62,6 +62,10 @@ bool ValidKind(fbs::ValueKind k) {
 }
 
 ValueKind ToKind(fbs::ValueKind k) { return static_cast<ValueKind>(static_cast<int>(k)); }
+// The file's numbers are DType's own (both lists are appended to in step).
+static_assert(static_cast<int>(fbs::DType::Bool) == static_cast<int>(DType::kBool) &&
+              static_cast<int>(fbs::DType::Int32) == static_cast<int>(DType::kInt32) &&
+              static_cast<int>(fbs::DType::MAX) == static_cast<int>(DType::kInt32));
 DType ToDType(fbs::DType d) { return static_cast<DType>(static_cast<int>(d)); }
 
 std::string ValueLabel(size_t index, const fbs::Value* value) {

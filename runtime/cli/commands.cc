@@ -212,6 +212,25 @@ absl::Status StoreElement(const IoInfo& io, double v, uint8_t* out) {
       std::memcpy(out, &n, sizeof(n));
       return absl::OkStatus();
     }
+    case DType::kInt32: {
+      if (!(v >= -2147483648.0 && v <= 2147483647.0) || v != std::trunc(v)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--input %s: %g is not a whole number in the range of int32, and input \"%s\" is "
+            "int32",
+            io.name, v, io.name));
+      }
+      const int32_t n = static_cast<int32_t>(v);
+      std::memcpy(out, &n, sizeof(n));
+      return absl::OkStatus();
+    }
+    case DType::kBool: {
+      if (v != 0.0 && v != 1.0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--input %s: %g is not 0 or 1, and input \"%s\" is bool", io.name, v, io.name));
+      }
+      *out = v == 1.0 ? 1 : 0;
+      return absl::OkStatus();
+    }
   }
   return absl::UnimplementedError(
       absl::StrCat("--input ", io.name, ": inputs of dtype ", DTypeName(io.dtype),
@@ -235,8 +254,8 @@ absl::Status FillInputs(const Options& options, const Runtime& rt, Method& metho
       if (given != options.inputs.end()) {
         v = given->second[j % given->second.size()];
       } else {
-        // Deterministic values; integer inputs are zero so that index inputs stay in range.
-        v = io.dtype == DType::kInt64 ? 0.0 : 0.5 * std::sin(0.1 * j + i);
+        // Deterministic values; integer and bool inputs are zero so that index inputs stay in range.
+        v = io.dtype == DType::kFloat32 ? 0.5 * std::sin(0.1 * j + i) : 0.0;
       }
       FERRY_RETURN_IF_ERROR(StoreElement(io, v, bytes.data() + j * DTypeSize(io.dtype)));
     }

@@ -56,7 +56,16 @@ inline int64_t OffsetOf(const TensorRef& t, const Index& idx) {
 // Element at `idx`, as double (int64 values used in tests fit exactly).
 inline double Get(const TensorRef& t, const Index& idx) {
   const int64_t off = OffsetOf(t, idx);
-  if (t.dtype == DType::kFloat32) return static_cast<const float*>(t.data)[off];
+  switch (t.dtype) {
+    case DType::kFloat32:
+      return static_cast<const float*>(t.data)[off];
+    case DType::kInt32:
+      return static_cast<const int32_t*>(t.data)[off];
+    case DType::kBool:
+      return static_cast<const uint8_t*>(t.data)[off];
+    case DType::kInt64:
+      break;
+  }
   return static_cast<double>(static_cast<const int64_t*>(t.data)[off]);
 }
 inline int64_t GetInt(const TensorRef& t, const Index& idx) {
@@ -83,6 +92,16 @@ class TestTensor {
   static TestTensor Int(std::vector<int64_t> sizes, const std::vector<int64_t>& values) {
     TestTensor t(DType::kInt64, sizes, RowMajor(sizes), 0);
     t.FillFrom([&](int64_t i) { return static_cast<double>(values.at(i)); }, &values);
+    return t;
+  }
+  static TestTensor Int32(std::vector<int64_t> sizes, const std::vector<int32_t>& values) {
+    TestTensor t(DType::kInt32, sizes, RowMajor(sizes), 0);
+    t.FillFrom([&](int64_t i) { return static_cast<double>(values.at(i)); });
+    return t;
+  }
+  static TestTensor Bool(std::vector<int64_t> sizes, const std::vector<bool>& values) {
+    TestTensor t(DType::kBool, sizes, RowMajor(sizes), 0);
+    t.FillFrom([&](int64_t i) { return values.at(i) ? 1.0 : 0.0; });
     return t;
   }
   // Deterministic varied values; `seed` changes them.
@@ -144,7 +163,8 @@ class TestTensor {
   }
   static double Value(DType dtype, int64_t i, int seed) {
     const int64_t h = (i * 37 + seed * 11 + 5) % 23;
-    if (dtype == DType::kInt64) return static_cast<double>(h - 11);
+    if (dtype == DType::kBool) return static_cast<double>(h % 2);
+    if (dtype == DType::kInt64 || dtype == DType::kInt32) return static_cast<double>(h - 11);
     return static_cast<double>(h - 11) * 0.25 + 0.125;
   }
   static constexpr uint64_t kSentinel = 0x7fc00000deadbeefULL;
@@ -178,6 +198,10 @@ class TestTensor {
       const int64_t off = OffsetOf(ref_, idx);
       if (ref_.dtype == DType::kFloat32) {
         static_cast<float*>(ref_.data)[off] = static_cast<float>(value(i));
+      } else if (ref_.dtype == DType::kInt32) {
+        static_cast<int32_t*>(ref_.data)[off] = static_cast<int32_t>(value(i));
+      } else if (ref_.dtype == DType::kBool) {
+        static_cast<uint8_t*>(ref_.data)[off] = value(i) != 0.0 ? 1 : 0;
       } else {
         static_cast<int64_t*>(ref_.data)[off] =
             exact_ints != nullptr ? exact_ints->at(i) : static_cast<int64_t>(value(i));

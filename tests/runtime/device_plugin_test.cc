@@ -9,6 +9,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
+#include "ferry/kernels/device_kernels.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_type.h"
@@ -20,6 +22,7 @@ namespace ferry {
 namespace {
 
 using ::ferry::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // A runtime of another type that forwards to a guarded sim device.
@@ -128,6 +131,73 @@ TEST(DevicePlugin, ATypeWithoutKernelsForTheGraphBackendIsRefusedAtLoad) {
                        Program::FromBytes(AddProgram("kernelless:0")));
   EXPECT_THAT(rt.LoadMethod(*program, "forward"),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("does not run on kernelless:0")));
+}
+
+// Kernels of a type whose memory host code may not run over: the host kernels, but float32 only,
+// as CUDA's take fewer dtypes than the host's.
+class Float32OnlyKernels final : public DeviceKernels {
+ public:
+  absl::Status Prepare(int32_t) const override { return absl::OkStatus(); }
+  KernelFn Find(absl::string_view op) const override {
+    const OpSchema* schema = ops_.Find(op);
+    return schema == nullptr ? nullptr : schema->kernel;
+  }
+  void SetStream(void*) const override {}
+  absl::Status CheckDTypes(absl::string_view op, absl::Span<const OpArg> args,
+                           absl::Span<const TensorRef* const> results) const override {
+    for (const OpArg& a : args) {
+      if (a.tensor != nullptr && a.tensor->dtype != DType::kFloat32) {
+        return absl::UnimplementedError(
+            absl::StrCat(op, ": no kernel for dtype ", DTypeName(a.tensor->dtype)));
+      }
+    }
+    for (const TensorRef* r : results) {
+      if (r->dtype != DType::kFloat32) {
+        return absl::UnimplementedError(
+            absl::StrCat(op, ": no kernel for dtype ", DTypeName(r->dtype)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  OpRegistry ops_ = OpRegistry::WithBuiltIns();
+};
+
+// A method cloning one input of `dtype` [4] in a graph delegate on `device`.
+std::vector<uint8_t> CloneProgram(const std::string& device, DType dtype) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId a = m.Input("a", dtype, {4});
+  m.Output(m.GraphDelegate(device, {a}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
+    return std::vector<ValueId>{g.Op("clone", {in[0]})};
+  })[0]);
+  absl::StatusOr<std::vector<uint8_t>> bytes = pb.Build();
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : std::vector<uint8_t>{};
+}
+
+TEST(DevicePlugin, DTypesTheDeviceKernelsDoNotTakeAreRefusedAtLoad) {
+  static const DeviceType type = TestType("floatonly", /*host_kernels=*/false);
+  static const Float32OnlyKernels kernels;
+  static const absl::Status registered = RegisterDeviceKernels(type, &kernels);
+  ASSERT_OK(registered);
+  Runtime rt;
+  // The host's clone takes int32; these kernels do not, and the load says so.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> int32_program,
+                       Program::FromBytes(CloneProgram("floatonly:0", DType::kInt32)));
+  EXPECT_THAT(rt.LoadMethod(*int32_program, "forward"),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("on floatonly"),
+                             HasSubstr("clone: no kernel for dtype int32"))));
+  // float32 loads and runs.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> float_program,
+                       Program::FromBytes(CloneProgram("floatonly:0", DType::kFloat32)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*float_program, "forward"));
+  std::vector<float> a = {1.5f, -2, 3, 0.25f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, a.data())));
+  ASSERT_OK(method->Execute());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(method->Output(0).data_as<float>()[i], a[i]) << i;
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // ../shared/pte that have portable ops only run, with outputs computed here from the inputs and
 // from constants read off the file by the reader; the others are refused with messages naming the
 // op, the backend or the external weights. Hand-made programs (plain EtProgram data) check that a
-// reused `out` value gives each write its own Ferry value.
+// reused `out` value gives each write its own Ferry value; those of the ops beyond a linear layer
+// are written as .pte files (tests/testing/pte_writer.h) and run from the bytes.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +13,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "ferry/loader/executorch.h"
@@ -21,6 +25,7 @@
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/pte_writer.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {
@@ -403,6 +408,410 @@ TEST(ExecuTorchImportTest, AWrongArgumentCountIsRefused) {
   EXPECT_THAT(ImportExecuTorchProgram(p),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("instruction 0 (aten::add.out): the call passes 4 arguments")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ops added for real exporters' programs: views that ExecuTorch copies, cat, softmax, mean,
+// eq, where, casts, index_put and copy. Each program is written as a .pte file, read, imported,
+// loaded and run against values computed here.
+
+// Writes `p` as a .pte file (tests/testing/pte_writer.h) and loads it as Program::Load does.
+absl::StatusOr<std::unique_ptr<Program>> ThroughFile(const EtProgram& p) {
+  return Program::FromBytes(testing::WritePte(p));
+}
+
+EtValue TensorOf(int8_t scalar_type, DType dtype, size_t element_size, std::vector<int64_t> sizes) {
+  EtValue v = FloatTensor(std::move(sizes));
+  v.tensor.scalar_type = scalar_type;
+  v.tensor.dtype = dtype;
+  v.tensor.element_size = element_size;
+  return v;
+}
+EtValue BoolTensor(std::vector<int64_t> sizes) {
+  return TensorOf(11, DType::kBool, 1, std::move(sizes));
+}
+EtValue Int32Tensor(std::vector<int64_t> sizes) {
+  return TensorOf(3, DType::kInt32, 4, std::move(sizes));
+}
+EtValue Int64Tensor(std::vector<int64_t> sizes) {
+  return TensorOf(4, DType::kInt64, 8, std::move(sizes));
+}
+EtValue Bool(bool b) {
+  EtValue v;
+  v.kind = EtValueKind::kBool;
+  v.bool_value = b;
+  return v;
+}
+EtValue Double(double d) {
+  EtValue v;
+  v.kind = EtValueKind::kDouble;
+  v.double_value = d;
+  return v;
+}
+EtValue TensorList(std::vector<int32_t> items) {
+  EtValue v;
+  v.kind = EtValueKind::kTensorList;
+  v.items = std::move(items);
+  return v;
+}
+
+// One method "forward" with these values, inputs, outputs, operators and calls.
+EtProgram OneMethod(std::vector<EtValue> values, std::vector<int32_t> inputs,
+                    std::vector<int32_t> outputs, std::vector<EtOperator> operators,
+                    std::vector<EtInstruction> instructions) {
+  EtProgram p;
+  EtMethod m;
+  m.name = "forward";
+  m.values = std::move(values);
+  m.inputs = std::move(inputs);
+  m.outputs = std::move(outputs);
+  m.operators = std::move(operators);
+  m.instructions = std::move(instructions);
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
+// The op of the node that produces `value`, or "" for none.
+std::string ProducerOp(const MethodDef& m, ValueId value) {
+  for (const NodeDef& n : m.nodes) {
+    for (ValueId r : n.results) {
+      if (r == value) return n.op;
+    }
+  }
+  return "";
+}
+
+// x [2, 1, 3]:
+//   e = expand_copy(x, [2, 4, 3]);  s = slice_copy(e, 1, 1, None, 2)       -> [2, 2, 3]
+//   q = squeeze_copy.dim(x, 1)      -> [2, 3];  u = unsqueeze_copy(q, 0)  -> [1, 2, 3]
+//   r = squeeze_copy.dims(u, [0, -2]) -> [2, 3] (dim -2 has size 2 and stays)
+//   c = cat([q, r], 0)              -> [4, 3]
+TEST(ExecuTorchImportTest, CopiedViewsAndCatRunAgainstANaiveReference) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({2, 1, 3}),  // 0 x
+          Int(2), Int(4), Int(3),  // 1..3
+          IntList({1, 2, 3}),      // 4 [2, 4, 3]
+          Int(-1),                 // 5
+          Int(0),                  // 6
+          FloatTensor({2, 4, 3}),  // 7 e
+          Int(1),                  // 8
+          EtValue{},               // 9 None
+          FloatTensor({2, 2, 3}),  // 10 s
+          FloatTensor({2, 3}),     // 11 q
+          FloatTensor({1, 2, 3}),  // 12 u
+          Int(-2),                 // 13
+          IntList({6, 13}),        // 14 [0, -2]
+          FloatTensor({2, 3}),     // 15 r
+          TensorList({11, 15}),    // 16
+          FloatTensor({4, 3}),     // 17 c
+          Bool(false),             // 18 implicit
+      },
+      {0}, {10, 12, 17},
+      {{"aten::expand_copy", "out"},
+       {"aten::slice_copy", "Tensor_out"},
+       {"aten::squeeze_copy", "dim_out"},
+       {"aten::unsqueeze_copy", "out"},
+       {"aten::squeeze_copy", "dims_out"},
+       {"aten::cat", "out"}},
+      {
+          Call(0, {0, 4, 18, 7, 7}),
+          Call(1, {7, 8, 8, 9, 1, 10, 10}),
+          Call(2, {0, 8, 11, 11}),
+          Call(3, {11, 6, 12, 12}),
+          Call(4, {12, 14, 15, 15}),
+          Call(5, {16, 6, 17, 17}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* def_ptr, program->method("forward"));
+  const MethodDef& def = *def_ptr;
+  // Every result is a fresh tensor, never a view of its argument.
+  EXPECT_EQ(ProducerOp(def, def.outputs[0]), "clone");
+  EXPECT_EQ(ProducerOp(def, def.outputs[1]), "clone");
+  EXPECT_EQ(ProducerOp(def, def.outputs[2]), "cat");
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {1.5f, -2.0f, 0.25f, 4.0f, -0.5f, 3.0f};  // x[i][0][k] = x[i * 3 + k]
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 1, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  const TensorView s = method->Output(0);
+  const TensorView u = method->Output(1);
+  const TensorView c = method->Output(2);
+  ASSERT_THAT(s.sizes(), ElementsAre(2, 2, 3));
+  ASSERT_THAT(u.sizes(), ElementsAre(1, 2, 3));
+  ASSERT_THAT(c.sizes(), ElementsAre(4, 3));
+  EXPECT_NE(s.data(), static_cast<void*>(x.data()));
+  for (int i = 0; i < 2; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      const float want = x[i * 3 + k];
+      // s[i][j][k] = e[i][1 + 2j][k] = x[i][0][k].
+      EXPECT_EQ(s.data_as<float>()[(i * 2 + 0) * 3 + k], want);
+      EXPECT_EQ(s.data_as<float>()[(i * 2 + 1) * 3 + k], want);
+      EXPECT_EQ(u.data_as<float>()[i * 3 + k], want);
+      EXPECT_EQ(c.data_as<float>()[i * 3 + k], want);
+      EXPECT_EQ(c.data_as<float>()[(2 + i) * 3 + k], want);
+    }
+  }
+}
+
+// x [2, 3]:
+//   sm = _softmax(x, 1, false);  rows = mean(x, [1], keepdim); all = mean(x, None)
+//   hit = eq.Scalar(x, 0.5);     w = where(hit, sm, x)
+TEST(ExecuTorchImportTest, SoftmaxMeanEqWhereRunAgainstANaiveReference) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({2, 3}),  // 0 x
+          Int(1),               // 1
+          Bool(false),          // 2
+          FloatTensor({2, 3}),  // 3 sm
+          IntList({1}),         // 4 [1]
+          Bool(true),           // 5
+          EtValue{},            // 6 None
+          FloatTensor({2, 1}),  // 7 rows
+          FloatTensor({}),      // 8 all
+          Double(0.5),          // 9
+          BoolTensor({2, 3}),   // 10 hit
+          FloatTensor({2, 3}),  // 11 w
+      },
+      {0}, {11, 7, 8, 10},
+      {{"aten::_softmax", "out"},
+       {"aten::mean", "out"},
+       {"aten::eq", "Scalar_out"},
+       {"aten::where", "self_out"}},
+      {
+          Call(0, {0, 1, 2, 3, 3}),
+          Call(1, {0, 4, 5, 6, 7, 7}),
+          Call(1, {0, 6, 2, 6, 8, 8}),
+          Call(2, {0, 9, 10, 10}),
+          Call(3, {10, 3, 0, 11, 11}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 3.0f, 0.5f, 0.5f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* w = method->Output(0).data_as<float>();
+  const float* rows = method->Output(1).data_as<float>();
+  const float* all = method->Output(2).data_as<float>();
+  ASSERT_EQ(method->Output(3).dtype(), DType::kBool);
+  const uint8_t* hit = method->Output(3).data_as<uint8_t>();
+  double total = 0;
+  for (int i = 0; i < 2; ++i) {
+    double sum_exp = 0, sum = 0;
+    for (int k = 0; k < 3; ++k) {
+      sum_exp += std::exp(static_cast<double>(x[i * 3 + k]));
+      sum += x[i * 3 + k];
+    }
+    total += sum;
+    EXPECT_NEAR(rows[i], sum / 3, 1e-6);
+    for (int k = 0; k < 3; ++k) {
+      const float v = x[i * 3 + k];
+      SCOPED_TRACE(absl::StrCat("row ", i, ", column ", k));
+      EXPECT_EQ(hit[i * 3 + k], v == 0.5f ? 1 : 0);
+      const double softmax = std::exp(static_cast<double>(v)) / sum_exp;
+      EXPECT_NEAR(w[i * 3 + k], v == 0.5f ? softmax : v, 1e-6);
+    }
+  }
+  EXPECT_NEAR(all[0], total / 6, 1e-6);
+}
+
+// x float32 [4]: i = x as int32; b = i as bool; f = b as float32; n = eq.Scalar(i, -2) as float32.
+TEST(ExecuTorchImportTest, CastsOfComputedTensorsRun) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({4}),   // 0 x
+          Bool(false),        // 1 non_blocking
+          EtValue{},          // 2 None dim_order
+          Int32Tensor({4}),   // 3 i
+          BoolTensor({4}),    // 4 b
+          FloatTensor({4}),   // 5 f
+          Int(-2),            // 6
+          BoolTensor({4}),    // 7 eq
+          FloatTensor({4}),   // 8 n
+      },
+      {0}, {3, 5, 8},
+      {{"dim_order_ops::_to_dim_order_copy", "out"}, {"aten::eq", "Scalar_out"}},
+      {
+          Call(0, {0, 1, 2, 3, 3}),
+          Call(0, {3, 1, 2, 4, 4}),
+          Call(0, {4, 1, 2, 5, 5}),
+          Call(1, {3, 6, 7, 7}),
+          Call(0, {7, 1, 2, 8, 8}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {-2.75f, 0.5f, 3.25f, -0.25f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, x.data())));
+  ASSERT_OK(method->Execute());
+  ASSERT_EQ(method->Output(0).dtype(), DType::kInt32);
+  const int32_t* i = method->Output(0).data_as<int32_t>();
+  const float* f = method->Output(1).data_as<float>();
+  const float* n = method->Output(2).data_as<float>();
+  for (int k = 0; k < 4; ++k) {
+    const int32_t truncated = static_cast<int32_t>(std::trunc(x[k]));
+    EXPECT_EQ(i[k], truncated) << k;
+    EXPECT_EQ(f[k], truncated != 0 ? 1.0f : 0.0f) << k;
+    EXPECT_EQ(n[k], truncated == -2 ? 1.0f : 0.0f) << k;
+  }
+}
+
+// cache [4, 2], rows int64 [2], v [2, 2], src [2] (all inputs):
+//   a = index_put(cache, [rows], v, false)   functional: cache keeps its contents
+//   b = copy(a, src)                          functional: every row of b is src
+//   index_put_(b, [rows], v, false)           in place on b
+//   copy_(a, b)                               in place on a
+TEST(ExecuTorchImportTest, IndexPutAndCopyRunAgainstANaiveReference) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({4, 2}),  // 0 cache
+          Int64Tensor({2}),     // 1 rows
+          FloatTensor({2, 2}),  // 2 v
+          FloatTensor({2}),     // 3 src
+          TensorList({1}),      // 4 [rows]
+          Bool(false),          // 5
+          FloatTensor({4, 2}),  // 6 a
+          FloatTensor({4, 2}),  // 7 b
+      },
+      {0, 1, 2, 3}, {6, 7, 0},
+      {{"aten::index_put", "out"}, {"aten::copy", "out"}, {"aten::index_put_", ""},
+       {"aten::copy_", ""}},
+      {
+          Call(0, {0, 4, 2, 5, 6, 6}),
+          Call(1, {6, 3, 5, 7, 7}),
+          Call(2, {7, 4, 2, 5, 7}),
+          Call(3, {6, 7, 5, 6}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> cache = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<float> cache_before = cache;
+  std::vector<int64_t> rows = {3, 1};
+  std::vector<float> v = {-1, -2, -3, -4};
+  std::vector<float> src = {10, 20};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4, 2}, cache.data())));
+  ASSERT_OK(method->SetInput(1, TensorView::Host(DType::kInt64, {2}, rows.data())));
+  ASSERT_OK(method->SetInput(2, TensorView::Host(DType::kFloat32, {2, 2}, v.data())));
+  ASSERT_OK(method->SetInput(3, TensorView::Host(DType::kFloat32, {2}, src.data())));
+  ASSERT_OK(method->Execute());
+  // Reference: b = src in every row, then rows 3 and 1 of b get v; a = b (copy_ in place).
+  std::vector<float> b(8);
+  for (int r = 0; r < 4; ++r) {
+    b[r * 2] = src[0];
+    b[r * 2 + 1] = src[1];
+  }
+  for (int n = 0; n < 2; ++n) {
+    b[rows[n] * 2] = v[n * 2];
+    b[rows[n] * 2 + 1] = v[n * 2 + 1];
+  }
+  const float* a_out = method->Output(0).data_as<float>();
+  const float* b_out = method->Output(1).data_as<float>();
+  const float* cache_out = method->Output(2).data_as<float>();
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_EQ(a_out[k], b[k]) << k;
+    EXPECT_EQ(b_out[k], b[k]) << k;
+    EXPECT_EQ(cache_out[k], cache_before[k]) << k;  // the functional index_put left it alone
+  }
+}
+
+TEST(ExecuTorchImportTest, UnsupportedArgumentsAreRefusedNamingTheInstruction) {
+  // _softmax with half_to_float.
+  EtProgram softmax = OneMethod({FloatTensor({2}), Int(0), Bool(true), FloatTensor({2})}, {0},
+                                {3}, {{"aten::_softmax", "out"}}, {Call(0, {0, 1, 2, 3, 3})});
+  EXPECT_THAT(ThroughFile(softmax),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("method \"forward\", instruction 0 (aten::_softmax.out): "
+                                 "half_to_float is true; only half_to_float = false is "
+                                 "supported")));
+  // sub with alpha 2.
+  EtProgram sub = ReusedOut(1);
+  sub.methods[0].operators = {{"aten::sub", "out"}};
+  sub.methods[0].values[2] = Int(2);
+  EXPECT_THAT(ThroughFile(sub),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("method \"forward\", instruction 0 (aten::sub.out): alpha is 2; "
+                                 "only alpha = 1 is supported")));
+  // mean to int64.
+  EtProgram mean = OneMethod({FloatTensor({2}), EtValue{}, Bool(false), Int(4), FloatTensor({})},
+                             {0}, {4}, {{"aten::mean", "out"}}, {Call(0, {0, 1, 2, 3, 4, 4})});
+  EXPECT_THAT(ThroughFile(mean),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("instruction 0 (aten::mean.out): dtype is int64; only a float32 "
+                                 "mean is supported")));
+  // index_put with accumulate.
+  EtProgram put = OneMethod(
+      {FloatTensor({4}), Int64Tensor({1}), TensorList({1}), FloatTensor({1}), Bool(true),
+       FloatTensor({4})},
+      {0, 1, 3}, {5}, {{"aten::index_put", "out"}}, {Call(0, {0, 2, 3, 4, 5, 5})});
+  EXPECT_THAT(ThroughFile(put),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("instruction 0 (aten::index_put.out): accumulate is true")));
+}
+
+TEST(ExecuTorchImportTest, OpsThatDoNotTakeBoolAreRefusedAtLoad) {
+  // hit = eq.Scalar(x, 1); y = add(hit, hit): add takes float32 and int64 only.
+  EtProgram p = OneMethod(
+      {FloatTensor({2}), Int(1), BoolTensor({2}), BoolTensor({2})}, {0}, {3},
+      {{"aten::eq", "Scalar_out"}, {"aten::add", "out"}},
+      {Call(0, {0, 1, 2, 2}), Call(1, {2, 2, 1, 3, 3})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("aten::add.out (instruction 1)"),
+                             HasSubstr("add: argument 0 has dtype bool, which add does not "
+                                       "support"))));
+}
+
+// ferry run on a .pte with bool and int32 inputs and outputs:
+//   e = eq.Scalar(x, 2); e32 = e as int32; w = where(cond, x, e32)
+TEST(ExecuTorchImportTest, CliRunsBoolAndInt32InputsAndOutputs) {
+  EtProgram p = OneMethod(
+      {BoolTensor({4}), Int32Tensor({4}), Int(2), BoolTensor({4}), Bool(false), EtValue{},
+       Int32Tensor({4}), Int32Tensor({4})},
+      {0, 1}, {3, 7},
+      {{"aten::eq", "Scalar_out"},
+       {"dim_order_ops::_to_dim_order_copy", "out"},
+       {"aten::where", "self_out"}},
+      {Call(0, {1, 2, 3, 3}), Call(1, {3, 4, 5, 6, 6}), Call(2, {0, 1, 6, 7, 7})});
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       absl::StrCat("ferry_executorch_bool_int32_", getpid(), ".pte"))
+          .string();
+  {
+    const std::vector<uint8_t> bytes = testing::WritePte(p);
+    std::ofstream file(path, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  auto run = [&](std::vector<double> cond, std::string* text, std::string* errors) {
+    cli::Options o;
+    o.command = "run";
+    o.program = path;
+    o.calls = 1;
+    o.warmup = 0;
+    o.inputs["0"] = std::move(cond);
+    o.inputs["1"] = {2, 3, 2, -1};
+    std::FILE* out = std::tmpfile();
+    std::FILE* err = std::tmpfile();
+    const int code = cli::RunCommand(o, out, err);
+    for (auto [file, s] : {std::pair{out, text}, std::pair{err, errors}}) {
+      s->assign(1 << 16, '\0');
+      std::rewind(file);
+      s->resize(std::fread(s->data(), 1, s->size(), file));
+      std::fclose(file);
+    }
+    return code;
+  };
+  std::string text, errors;
+  ASSERT_EQ(run({1, 0, 1, 1}, &text, &errors), cli::kExitOk) << errors;
+  // e = (x == 2) = [1, 0, 1, 0]; w = cond ? x : e = [2, 0, 2, -1].
+  EXPECT_THAT(text, AllOf(HasSubstr("bool[4] on host: sum 2 min 0 max 1  [1, 0, 1, 0]"),
+                          HasSubstr("int32[4] on host: sum 3 min -1 max 2  [2, 0, 2, -1]")));
+  EXPECT_NE(run({1, 2, 0, 0}, &text, &errors), cli::kExitOk);
+  EXPECT_THAT(errors, HasSubstr("2 is not 0 or 1, and input \"input 0\" is bool"));
+  std::filesystem::remove(path);
 }
 
 }  // namespace

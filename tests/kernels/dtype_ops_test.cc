@@ -1,0 +1,313 @@
+// eq, where and to_dtype against naive loops, and the bool and int32 dtypes through the ops that
+// take every dtype (views and copies) and the refusal of the others.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ferry/kernels/op_registry.h"
+#include "tests/kernels/op_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::ForEachIndex;
+using ::ferry::testing::Get;
+using ::ferry::testing::GetBroadcast;
+using ::ferry::testing::Index;
+using ::ferry::testing::InferOnly;
+using ::ferry::testing::OpRun;
+using ::ferry::testing::RunOp;
+using ::ferry::testing::S;
+using ::ferry::testing::SizesOf;
+using ::ferry::testing::StatusIs;
+using ::ferry::testing::T;
+using ::ferry::testing::TestTensor;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const OpRegistry& Registry() {
+  static const OpRegistry* registry = new OpRegistry(OpRegistry::WithBuiltIns());
+  return *registry;
+}
+
+const OpSchema& Op(const std::string& name) {
+  const OpSchema* s = Registry().Find(name);
+  EXPECT_NE(s, nullptr) << name;
+  return *s;
+}
+
+TEST(DTypeTest, SizesAndNamesOfTheNewDTypes) {
+  EXPECT_EQ(DTypeSize(DType::kBool), 1u);
+  EXPECT_EQ(DTypeSize(DType::kInt32), 4u);
+  EXPECT_STREQ(DTypeName(DType::kBool), "bool");
+  EXPECT_STREQ(DTypeName(DType::kInt32), "int32");
+  // The numbers are stored in program files and must not move.
+  EXPECT_EQ(static_cast<int>(DType::kFloat32), 0);
+  EXPECT_EQ(static_cast<int>(DType::kInt64), 1);
+  EXPECT_EQ(static_cast<int>(DType::kBool), 2);
+  EXPECT_EQ(static_cast<int>(DType::kInt32), 3);
+  EXPECT_FALSE(IsKnownDType(static_cast<DType>(4)));
+}
+
+// ---- eq -------------------------------------------------------------------------------------
+
+TEST(EqTest, EveryDTypeAgainstANaiveLoop) {
+  struct Case {
+    TestTensor x;
+    Scalar other;
+  };
+  std::vector<Case> cases;
+  cases.push_back({TestTensor::Float({2, 3}, {1.5f, -2.0f, 1.5f, 0.0f, 3.0f, 1.5f}),
+                   Scalar::Double(1.5)});
+  cases.push_back({TestTensor::Int({5}, {3, -3, 3, 0, 7}), Scalar::Int(3)});
+  cases.push_back({TestTensor::Int32({2, 2}, {0, 4, 4, -1}), Scalar::Int(4)});
+  cases.push_back({TestTensor::Bool({3}, {true, false, true}), Scalar::Bool(true)});
+  for (Case& c : cases) {
+    SCOPED_TRACE(DTypeName(c.x.ref().dtype));
+    OpRun run = RunOp(Op("eq"), {T(c.x), S(c.other)});
+    ASSERT_OK(run.infer_status);
+    ASSERT_OK(run.kernel_status);
+    ASSERT_EQ(run.results[0].dtype, DType::kBool);
+    ASSERT_EQ(SizesOf(run.results[0]), SizesOf(c.x.ref()));
+    int matches = 0;
+    ForEachIndex(SizesOf(c.x.ref()), [&](const Index& idx) {
+      const bool want = Get(c.x.ref(), idx) == c.other.AsDouble();
+      matches += want;
+      EXPECT_EQ(Get(run.results[0], idx), want ? 1.0 : 0.0);
+    });
+    EXPECT_GT(matches, 0);
+  }
+}
+
+TEST(EqTest, StridedInputAndAFractionalScalarOnIntegers) {
+  TestTensor base = TestTensor::Int({3, 2}, {1, 2, 2, 1, 2, 2});
+  TensorRef x = base.View({2, 3}, {1, 2});  // the transpose
+  const Scalar two = Scalar::Int(2);
+  OpRun run = RunOp(Op("eq"), {T(x), S(two)});
+  ASSERT_OK(run.kernel_status);
+  ForEachIndex({2, 3}, [&](const Index& idx) {
+    EXPECT_EQ(Get(run.results[0], idx), Get(x, idx) == 2 ? 1.0 : 0.0);
+  });
+  // 2.5 equals no integer.
+  const Scalar half = Scalar::Double(2.5);
+  OpRun none = RunOp(Op("eq"), {T(x), S(half)});
+  ASSERT_OK(none.kernel_status);
+  ForEachIndex({2, 3}, [&](const Index& idx) { EXPECT_EQ(Get(none.results[0], idx), 0.0); });
+}
+
+TEST(EqTest, InferRejections) {
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {2});
+  const Scalar list = Scalar::IntList({1});
+  EXPECT_THAT(InferOnly(Op("eq"), {T(x), S(list)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eq: argument 1 must be a number")));
+  EXPECT_THAT(InferOnly(Op("eq"), {T(x), T(x)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eq: argument 1 must be a number")));
+}
+
+// ---- where ----------------------------------------------------------------------------------
+
+TEST(WhereTest, BroadcastsConditionAndBothSides) {
+  TestTensor cond = TestTensor::Bool({2, 1}, {true, false});
+  TestTensor a = TestTensor::Filled(DType::kFloat32, {2, 3}, 1);
+  TestTensor b = TestTensor::Float({3}, {100.0f, 200.0f, 300.0f});
+  OpRun run = RunOp(Op("where"), {T(cond), T(a), T(b)});
+  ASSERT_OK(run.infer_status);
+  ASSERT_OK(run.kernel_status);
+  ASSERT_EQ(SizesOf(run.results[0]), (std::vector<int64_t>{2, 3}));
+  ForEachIndex({2, 3}, [&](const Index& idx) {
+    const double want = GetBroadcast(cond.ref(), idx) != 0 ? GetBroadcast(a.ref(), idx)
+                                                           : GetBroadcast(b.ref(), idx);
+    EXPECT_EQ(Get(run.results[0], idx), want);
+  });
+}
+
+TEST(WhereTest, EveryDTypeOfTheSides) {
+  TestTensor cond = TestTensor::Bool({4}, {false, true, true, false});
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kInt32, DType::kBool}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    TestTensor a = TestTensor::Filled(dtype, {4}, 1);
+    TestTensor b = TestTensor::Filled(dtype, {4}, 2);
+    OpRun run = RunOp(Op("where"), {T(cond), T(a), T(b)});
+    ASSERT_OK(run.infer_status);
+    ASSERT_OK(run.kernel_status);
+    EXPECT_EQ(run.results[0].dtype, dtype);
+    for (int64_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(Get(run.results[0], {i}), Get(cond.ref(), {i}) != 0 ? Get(a.ref(), {i})
+                                                                    : Get(b.ref(), {i}));
+    }
+  }
+}
+
+TEST(WhereTest, InferRejections) {
+  TestTensor f = TestTensor::Filled(DType::kFloat32, {2});
+  TestTensor i = TestTensor::Filled(DType::kInt64, {2});
+  TestTensor c = TestTensor::Bool({3}, {true, false, true});
+  TestTensor c2 = TestTensor::Bool({2}, {true, false});
+  EXPECT_THAT(InferOnly(Op("where"), {T(f), T(f), T(f)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "where: argument 0 has dtype float32, expected bool"));
+  EXPECT_THAT(InferOnly(Op("where"), {T(c2), T(f), T(i)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "where: argument 2 has dtype int64, but argument 1 has dtype float32"));
+  EXPECT_THAT(InferOnly(Op("where"), {T(c), T(f), T(f)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("where: argument 0 has shape [3], which does not broadcast")));
+}
+
+// ---- to_dtype -------------------------------------------------------------------------------
+
+// The expected conversion, written out per pair.
+double Converted(double v, DType to) {
+  switch (to) {
+    case DType::kBool:
+      return v != 0 || std::isnan(v) ? 1.0 : 0.0;
+    case DType::kFloat32:
+      return static_cast<float>(v);
+    case DType::kInt32:
+    case DType::kInt64:
+      return std::trunc(v);
+  }
+  return 0;
+}
+
+TEST(ToDTypeTest, EveryPairOfDTypes) {
+  const std::vector<DType> dtypes = {DType::kFloat32, DType::kInt64, DType::kBool, DType::kInt32};
+  for (DType from : dtypes) {
+    TestTensor x = from == DType::kFloat32
+                       ? TestTensor::Float({2, 3}, {-2.75f, -0.5f, 0.0f, 0.25f, 1.0f, 7.5f})
+                       : TestTensor::Filled(from, {2, 3}, 3);
+    for (DType to : dtypes) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(from), " to ", DTypeName(to)));
+      const Scalar code = Scalar::Int(static_cast<int64_t>(to));
+      OpRun run = RunOp(Op("to_dtype"), {T(x), S(code)});
+      ASSERT_OK(run.infer_status);
+      ASSERT_OK(run.kernel_status);
+      ASSERT_EQ(run.results[0].dtype, to);
+      ForEachIndex({2, 3}, [&](const Index& idx) {
+        EXPECT_EQ(Get(run.results[0], idx), Converted(Get(x.ref(), idx), to));
+      });
+    }
+  }
+}
+
+TEST(ToDTypeTest, FloatsOutOfRangeClampAndNaNIsZero) {
+  const float inf = std::numeric_limits<float>::infinity();
+  TestTensor x = TestTensor::Float({4}, {3e9f, -3e9f, std::nanf(""), inf});
+  const Scalar to_i32 = Scalar::Int(static_cast<int64_t>(DType::kInt32));
+  OpRun run = RunOp(Op("to_dtype"), {T(x), S(to_i32)});
+  ASSERT_OK(run.kernel_status);
+  EXPECT_EQ(Get(run.results[0], {0}), 2147483647.0);
+  EXPECT_EQ(Get(run.results[0], {1}), -2147483648.0);
+  EXPECT_EQ(Get(run.results[0], {2}), 0.0);
+  EXPECT_EQ(Get(run.results[0], {3}), 2147483647.0);
+  const Scalar to_bool = Scalar::Int(static_cast<int64_t>(DType::kBool));
+  OpRun b = RunOp(Op("to_dtype"), {T(x), S(to_bool)});
+  ASSERT_OK(b.kernel_status);
+  EXPECT_EQ(Get(b.results[0], {2}), 1.0);  // NaN is nonzero
+}
+
+TEST(ToDTypeTest, Int64ToInt32Wraps) {
+  TestTensor x = TestTensor::Int({2}, {(int64_t{1} << 32) + 5, -(int64_t{1} << 31) - 1});
+  const Scalar code = Scalar::Int(static_cast<int64_t>(DType::kInt32));
+  OpRun run = RunOp(Op("to_dtype"), {T(x), S(code)});
+  ASSERT_OK(run.kernel_status);
+  EXPECT_EQ(Get(run.results[0], {0}), 5.0);
+  EXPECT_EQ(Get(run.results[0], {1}), 2147483647.0);
+}
+
+TEST(ToDTypeTest, UnknownDTypeIsRefused) {
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {2});
+  const Scalar bad = Scalar::Int(9);
+  EXPECT_THAT(InferOnly(Op("to_dtype"), {T(x), S(bad)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "to_dtype: argument 1 (9) names no dtype"));
+}
+
+// ---- bool and int32 through the other ops ---------------------------------------------------
+
+TEST(NewDTypesTest, CopiesAndViewsCarryThem) {
+  for (DType dtype : {DType::kBool, DType::kInt32}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    TestTensor x = TestTensor::Filled(dtype, {2, 3}, 4);
+    // clone of a transposed view.
+    TensorRef xt = x.View({3, 2}, {1, 3});
+    OpRun clone = RunOp(Op("clone"), {T(xt)});
+    ASSERT_OK(clone.infer_status);
+    ASSERT_OK(clone.kernel_status);
+    ForEachIndex({3, 2}, [&](const Index& idx) {
+      EXPECT_EQ(Get(clone.results[0], idx), Get(xt, idx));
+    });
+    // reshape of the view.
+    const Scalar six = Scalar::IntList({6});
+    OpRun reshape = RunOp(Op("reshape"), {T(xt), S(six)});
+    ASSERT_OK(reshape.kernel_status);
+    int64_t k = 0;
+    ForEachIndex({3, 2}, [&](const Index& idx) {
+      EXPECT_EQ(Get(reshape.results[0], {k++}), Get(xt, idx));
+    });
+    // cat along dim 1.
+    TestTensor y = TestTensor::Filled(dtype, {2, 1}, 5);
+    const Scalar dim1 = Scalar::Int(1);
+    OpRun cat = RunOp(Op("cat"), {S(dim1), T(x), T(y)});
+    ASSERT_OK(cat.kernel_status);
+    ForEachIndex({2, 4}, [&](const Index& idx) {
+      const double want = idx[1] < 3 ? Get(x.ref(), idx) : Get(y.ref(), {idx[0], 0});
+      EXPECT_EQ(Get(cat.results[0], idx), want);
+    });
+    // copy_ broadcasting a row.
+    TestTensor dst = TestTensor::Filled(dtype, {2, 3}, 6);
+    TestTensor row = TestTensor::Filled(dtype, {3}, 7);
+    OpRun copy = RunOp(Op("copy_"), {T(dst), T(row)});
+    ASSERT_OK(copy.kernel_status);
+    ForEachIndex({2, 3}, [&](const Index& idx) {
+      EXPECT_EQ(Get(dst.ref(), idx), Get(row.ref(), {idx[1]}));
+    });
+    // index_put_ of row 1.
+    TestTensor self = TestTensor::Filled(dtype, {3, 2}, 8);
+    const std::vector<double> before = {Get(self.ref(), {0, 0}), Get(self.ref(), {0, 1})};
+    TestTensor index = TestTensor::Int({1}, {1});
+    TestTensor values = TestTensor::Filled(dtype, {1, 2}, 9);
+    OpRun put = RunOp(Op("index_put_"), {T(self), T(index), T(values)});
+    ASSERT_OK(put.kernel_status);
+    EXPECT_EQ(Get(self.ref(), {1, 0}), Get(values.ref(), {0, 0}));
+    EXPECT_EQ(Get(self.ref(), {1, 1}), Get(values.ref(), {0, 1}));
+    EXPECT_EQ(Get(self.ref(), {0, 0}), before[0]);
+    EXPECT_EQ(Get(self.ref(), {0, 1}), before[1]);
+    // Views keep the dtype.
+    const Scalar sizes = Scalar::IntList({2, 5});
+    std::vector<InferredResult> inferred;
+    ASSERT_OK(InferOnly(Op("expand"), {T(y), S(sizes)}, &inferred));
+    EXPECT_EQ(inferred[0].layout.dtype, dtype);
+  }
+}
+
+TEST(NewDTypesTest, ArithmeticRefusesThemNamingTheOp) {
+  TestTensor b = TestTensor::Bool({2}, {true, false});
+  TestTensor i = TestTensor::Int32({2}, {1, 2});
+  EXPECT_THAT(InferOnly(Op("add"), {T(b), T(b)}),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       "add: argument 0 has dtype bool, which add does not support (float32 and "
+                       "int64 only)"));
+  EXPECT_THAT(InferOnly(Op("relu"), {T(i)}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("relu: argument 0 has dtype int32")));
+  const Scalar d = Scalar::Int(0);
+  EXPECT_THAT(InferOnly(Op("softmax"), {T(i), S(d)}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("softmax: argument 0 has dtype int32")));
+  const Scalar one = Scalar::Int(1);
+  EXPECT_THAT(InferOnly(Op("fill_"), {T(b), S(one)}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("fill_: argument 0 has dtype bool")));
+  // An index tensor must still be int64.
+  TestTensor self = TestTensor::Filled(DType::kFloat32, {3});
+  TestTensor v = TestTensor::Filled(DType::kFloat32, {1});
+  TestTensor idx32 = TestTensor::Int32({1}, {0});
+  EXPECT_THAT(InferOnly(Op("index_put_"), {T(self), T(idx32), T(v)}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("index_put_: argument 1 has dtype int32")));
+}
+
+}  // namespace
+}  // namespace ferry
