@@ -127,6 +127,8 @@ std::string EtScalarTypeName(int8_t scalar_type) {
   return kScalarTypes[scalar_type].name;
 }
 
+size_t EtScalarTypeSize(int8_t scalar_type) { return ElementSize(scalar_type); }
+
 const char* EtDataKindName(EtDataKind kind) {
   switch (kind) {
     case EtDataKind::kNone:

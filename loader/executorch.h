@@ -70,6 +70,8 @@ struct EtExtendedHeader {
 // ExecuTorch's element types keep PyTorch's numbering (6 float32, 4 int64, 1 int8, ...).
 // "float32", "int8", ...; "scalar type N" for a number that names no type.
 std::string EtScalarTypeName(int8_t scalar_type);
+// Bytes per element of ExecuTorch scalar type `scalar_type`; 0 for a number that names no type.
+size_t EtScalarTypeSize(int8_t scalar_type);
 
 enum class EtShapeDynamism : uint8_t {
   kStatic = 0,          // sizes are the shape
