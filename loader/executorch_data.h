@@ -22,8 +22,9 @@
 // that fits in int64, its dim order a permutation of its rank, and no key given twice. Nothing is
 // allocated in proportion to a size the file declares before that size is checked against the
 // file. A failure is InvalidArgument naming the element, e.g.
-//   data file entry 1 ("linear.bias"): 12 bytes at offset 48 of segment 0 run past its end
-//   (16 bytes)
+//   ExecuTorch data file: tensor 1 ("linear.bias"): 12 bytes at offset 56 of segment 0 run past
+//   its end (64 bytes)
+// An identifier "FT" and two other digits (a newer format) is Unimplemented.
 //
 // Ownership: the spans in the result point into `bytes`; an EtDataFile must not outlive them.
 // `bytes` is never written.

@@ -18,13 +18,19 @@
 //    ExecuTorch writes results into preallocated `out` values and reuses them, Ferry produces
 //    each intermediate once, so every result gets its own value and a later read of the ExecuTorch
 //    value (and a method output) refers to its latest producer;
+//  - tensors whose data is external (ExtraTensorInfo location EXTERNAL) are looked up by their
+//    fully qualified name in the data file (.ptd) given in EtImportOptions, and become kConstant
+//    values like the others: their dtype and sizes must match the data file's entry, and their
+//    bytes are copied, so the data file's bytes need not outlive the import;
 //  - a cast of a constant (`_to_dim_order_copy` to another dtype) is done here, once, into a new
 //    constant.
 // ExecuTorch's memory plan (memory_id, offsets) is not used: Ferry plans its own arenas.
 //
 // Errors: Unimplemented naming the method and instruction for an op, backend, dtype, dynamic
-// shape or scalar value Ferry does not support (a delegate call, `etnp::lstm.out`, alpha != 1,
-// weights in an external .ptd file); InvalidArgument for a call whose arguments do not fit its
+// shape or scalar value Ferry does not support (a delegate call, `etnp::lstm.out`, alpha != 1);
+// for an external tensor, FailedPrecondition when no data file is given, NotFound when the
+// data file has no entry of its name, InvalidArgument when the entry's dtype, sizes or byte size
+// differ from the program's tensor; InvalidArgument for a call whose arguments do not fit its
 // op's schema or that reads a value nothing has written.
 // Ownership: the MethodDefs' constant spans point into `constant_data` (moving an EtImport keeps
 // them valid); nothing points into the EtProgram or its file.
@@ -40,6 +46,7 @@
 
 #include "absl/status/statusor.h"
 #include "ferry/loader/executorch.h"
+#include "ferry/loader/executorch_data.h"
 #include "ferry/loader/method_graph.h"
 
 namespace ferry {
@@ -54,7 +61,14 @@ struct EtImport {
   size_t constant_bytes = 0;
 };
 
-absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program);
+struct EtImportOptions {
+  // The program's data file (.ptd), read by ReadExecuTorchDataFile; null when there is none.
+  // Only read during the call.
+  const EtDataFile* data = nullptr;
+};
+
+absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program,
+                                                 const EtImportOptions& options = {});
 
 }  // namespace ferry
 
