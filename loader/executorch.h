@@ -51,6 +51,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ferry/kernels/tensor.h"
+#include "ferry/loader/method_graph.h"
 
 namespace ferry {
 
@@ -243,6 +244,11 @@ struct EtProgram {
   // nullptr when there is no such method.
   const EtMethod* method(absl::string_view name) const;
 };
+
+// The exporter's memory plan of a read method, per arena (memory_id 1, 2, ...): its declared size,
+// and the end of the furthest tensor and the number of tensors placed in it. The reader has
+// checked that every planned tensor lies inside its arena, so used_bytes <= declared_bytes.
+std::vector<ExporterArena> EtExporterArenas(const EtMethod& method);
 
 // Reads and verifies the bytes of a .pte file. `bytes` must be 8-byte aligned in memory (the
 // FlatBuffer's scalars are read in place); an unaligned buffer is InvalidArgument.

@@ -129,27 +129,6 @@ absl::StatusOr<size_t> ReadDataFile(const std::string& path, AlignedBytes& out) 
   return size;
 }
 
-// Per arena of the exporter's memory plan: its declared size and what its tensors use.
-std::vector<ExporterArena> ExporterArenas(const EtMethod& method) {
-  std::vector<ExporterArena> arenas;
-  for (size_t id = 1; id < method.non_const_buffer_sizes.size(); ++id) {
-    ExporterArena arena;
-    arena.memory_id = static_cast<uint32_t>(id);
-    arena.declared_bytes = method.non_const_buffer_sizes[id];
-    arenas.push_back(arena);
-  }
-  for (const EtValue& value : method.values) {
-    if (value.kind != EtValueKind::kTensor || !value.tensor.allocation.has_value()) continue;
-    const EtAllocation& a = *value.tensor.allocation;
-    // The reader has checked that memory_id names an arena and the tensor lies inside it.
-    ExporterArena& arena = arenas[a.memory_id - 1];
-    arena.used_bytes = std::max<int64_t>(
-        arena.used_bytes, static_cast<int64_t>(a.offset + value.tensor.byte_size));
-    ++arena.tensors;
-  }
-  return arenas;
-}
-
 absl::Status WithPath(const std::string& path, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat("program \"", path, "\": ", status.message()));
 }
@@ -212,7 +191,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
   import_options.data = data_file.has_value() ? &*data_file : nullptr;
   FERRY_ASSIGN_OR_RETURN(EtImport imported, ImportExecuTorchProgram(et, import_options));
   for (size_t i = 0; i < imported.methods.size() && i < et.methods.size(); ++i) {
-    imported.methods[i].exporter_arenas = ExporterArenas(et.methods[i]);
+    imported.methods[i].exporter_arenas = EtExporterArenas(et.methods[i]);
   }
   // The methods point into the copied constants only, never into the file's bytes.
   storage->imported_constants = std::move(imported.constant_data);
