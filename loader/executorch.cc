@@ -131,6 +131,8 @@ std::string EtScalarTypeName(int8_t scalar_type) {
   return kScalarTypes[scalar_type].name;
 }
 
+size_t EtScalarTypeSize(int8_t scalar_type) { return ElementSize(scalar_type); }
+
 const char* EtDataKindName(EtDataKind kind) {
   switch (kind) {
     case EtDataKind::kNone:
@@ -1117,6 +1119,26 @@ class ProgramReader {
 };
 
 }  // namespace
+
+std::vector<ExporterArena> EtExporterArenas(const EtMethod& method) {
+  std::vector<ExporterArena> arenas;
+  for (size_t id = 1; id < method.non_const_buffer_sizes.size(); ++id) {
+    ExporterArena arena;
+    arena.memory_id = static_cast<uint32_t>(id);
+    arena.declared_bytes = method.non_const_buffer_sizes[id];
+    arenas.push_back(arena);
+  }
+  for (const EtValue& value : method.values) {
+    if (value.kind != EtValueKind::kTensor || !value.tensor.allocation.has_value()) continue;
+    const EtAllocation& a = *value.tensor.allocation;
+    if (a.memory_id == 0 || a.memory_id > arenas.size()) continue;  // the reader refuses these
+    ExporterArena& arena = arenas[a.memory_id - 1];
+    arena.used_bytes = std::max<int64_t>(
+        arena.used_bytes, static_cast<int64_t>(a.offset + value.tensor.byte_size));
+    ++arena.tensors;
+  }
+  return arenas;
+}
 
 absl::StatusOr<EtProgram> ReadExecuTorchProgram(absl::Span<const uint8_t> bytes) {
   return ProgramReader(bytes).Run();

@@ -51,6 +51,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ferry/kernels/tensor.h"
+#include "ferry/loader/method_graph.h"
 
 namespace ferry {
 
@@ -70,6 +71,8 @@ struct EtExtendedHeader {
 // ExecuTorch's element types keep PyTorch's numbering (6 float32, 4 int64, 1 int8, ...).
 // "float32", "int8", ...; "scalar type N" for a number that names no type.
 std::string EtScalarTypeName(int8_t scalar_type);
+// Bytes per element of ExecuTorch scalar type `scalar_type`; 0 for a number that names no type.
+size_t EtScalarTypeSize(int8_t scalar_type);
 
 enum class EtShapeDynamism : uint8_t {
   kStatic = 0,          // sizes are the shape
@@ -241,6 +244,11 @@ struct EtProgram {
   // nullptr when there is no such method.
   const EtMethod* method(absl::string_view name) const;
 };
+
+// The exporter's memory plan of a read method, per arena (memory_id 1, 2, ...): its declared size,
+// and the end of the furthest tensor and the number of tensors placed in it. The reader has
+// checked that every planned tensor lies inside its arena, so used_bytes <= declared_bytes.
+std::vector<ExporterArena> EtExporterArenas(const EtMethod& method);
 
 // Reads and verifies the bytes of a .pte file. `bytes` must be 8-byte aligned in memory (the
 // FlatBuffer's scalars are read in place); an unaligned buffer is InvalidArgument.

@@ -38,8 +38,9 @@ bool IsIdentity(absl::Span<const uint8_t> dim_order) {
 // call writes.
 class MethodImporter {
  public:
-  MethodImporter(const EtMethod& et, size_t method_index, std::vector<PendingConstant>* constants)
-      : et_(et), method_index_(method_index), constants_(*constants) {}
+  MethodImporter(const EtMethod& et, size_t method_index, const EtDataFile* data,
+                 std::vector<PendingConstant>* constants)
+      : et_(et), method_index_(method_index), data_(data), constants_(*constants) {}
 
   absl::StatusOr<MethodDef> Run() {
     def_.name = et_.name;
@@ -238,10 +239,7 @@ class MethodImporter {
       case EtDataKind::kConstantSegment:
         break;
       case EtDataKind::kExternal:
-        return Unimplemented(absl::StrCat(
-            "value ", v, " (\"", t.fully_qualified_name,
-            "\") has its data in an external data file (.ptd); its weights are external, and "
-            "reading .ptd files is not supported yet"));
+        break;
       case EtDataKind::kMutableSegment:
         return Unimplemented(absl::StrCat(
             "value ", v, " is mutable state with initial data; this is not supported yet"));
@@ -255,9 +253,51 @@ class MethodImporter {
         t.fully_qualified_name.empty() ? absl::StrCat("value ", v) : t.fully_qualified_name;
     value.kind = ValueKind::kConstant;
     value.meta = std::move(meta);
+    absl::Span<const uint8_t> bytes = t.data.bytes;
+    if (t.data.kind == EtDataKind::kExternal) {
+      FERRY_ASSIGN_OR_RETURN(bytes, ExternalData(v));
+    }
     latest_[v] = Add(std::move(value));
-    constants_.push_back({method_index_, latest_[v], t.data.bytes, {}});
+    constants_.push_back({method_index_, latest_[v], bytes, {}});
     return latest_[v];
+  }
+
+  // The bytes of external tensor `v`, from the data file's entry of the same name.
+  absl::StatusOr<absl::Span<const uint8_t>> ExternalData(int32_t v) const {
+    const EtTensor& t = et_.values[v].tensor;
+    const std::string what = absl::StrCat("value ", v, " (\"", t.fully_qualified_name, "\")");
+    if (data_ == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          Where(), ": ", what,
+          " has its data in an external data file (.ptd), and none was given: load the program "
+          "with its data file (ProgramLoadOptions::data_path, or --data FILE)"));
+    }
+    const EtDataEntry* entry = data_->Find(t.fully_qualified_name);
+    if (entry == nullptr) {
+      return absl::NotFoundError(absl::StrCat(Where(), ": ", what,
+                                              " has its data in an external data file, but the "
+                                              "data file has no entry named \"",
+                                              t.fully_qualified_name, "\""));
+    }
+    if (entry->tensor.has_value()) {
+      const EtDataTensorLayout& layout = *entry->tensor;
+      if (layout.scalar_type != t.scalar_type || layout.sizes != t.sizes) {
+        return Invalid(absl::StrCat(what, " is ", EtScalarTypeName(t.scalar_type), " [",
+                                    absl::StrJoin(t.sizes, ", "), "], but the data file's entry is ",
+                                    EtScalarTypeName(layout.scalar_type), " [",
+                                    absl::StrJoin(layout.sizes, ", "), "]"));
+      }
+      if (!layout.dim_order.empty() && !t.dim_order.empty() && layout.dim_order != t.dim_order) {
+        return Invalid(absl::StrCat(what, " has dim order [", absl::StrJoin(t.dim_order, ", "),
+                                    "], but the data file's entry has [",
+                                    absl::StrJoin(layout.dim_order, ", "), "]"));
+      }
+    }
+    if (entry->bytes.size() != t.byte_size) {
+      return Invalid(absl::StrCat(what, " is ", t.byte_size, " bytes, but the data file's entry is ",
+                                  entry->bytes.size()));
+    }
+    return entry->bytes;
   }
 
   // A new intermediate with `meta`; `role` tells apart the helper values of one call.
@@ -758,6 +798,7 @@ class MethodImporter {
 
   const EtMethod& et_;
   const size_t method_index_;
+  const EtDataFile* const data_;  // may be null
   std::vector<PendingConstant>& constants_;
   MethodDef def_;
   std::vector<ValueId> latest_;  // per ExecuTorch value: its Ferry value now, or -1
@@ -795,11 +836,12 @@ absl::Status PlaceConstants(std::vector<PendingConstant>& pending, EtImport& imp
 
 }  // namespace
 
-absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program) {
+absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program,
+                                                 const EtImportOptions& options) {
   EtImport import;
   std::vector<PendingConstant> constants;
   for (size_t i = 0; i < program.methods.size(); ++i) {
-    MethodImporter importer(program.methods[i], i, &constants);
+    MethodImporter importer(program.methods[i], i, options.data, &constants);
     FERRY_ASSIGN_OR_RETURN(MethodDef method, importer.Run());
     import.methods.push_back(std::move(method));
   }

@@ -21,14 +21,21 @@
 //  - ExecuTorch's *_copy ops (permute, expand, slice, squeeze, unsqueeze) become Ferry's view op
 //    and a clone, so their results are fresh tensors as ExecuTorch's semantics require;
 //    index_put and copy (functional) clone their argument 0 first, index_put_ and copy_ write it;
+//  - tensors whose data is external (ExtraTensorInfo location EXTERNAL) are looked up by their
+//    fully qualified name in the data file (.ptd) given in EtImportOptions, and become kConstant
+//    values like the others: their dtype and sizes must match the data file's entry, and their
+//    bytes are copied, so the data file's bytes need not outlive the import;
 //  - a cast between float32 and int64 of a constant (`_to_dim_order_copy` to another dtype) is
 //    done here, once, into a new constant; every other cast becomes a to_dtype node.
-// ExecuTorch's memory plan (memory_id, offsets) is not used: Ferry plans its own arenas.
+// ExecuTorch's memory plan (memory_id, offsets) is read and shown (EtExporterArenas), not used:
+// Ferry plans its own arenas.
 //
 // Errors: Unimplemented naming the method and instruction for an op, backend, dtype, dynamic
 // shape or scalar value Ferry does not support (a delegate call, `etnp::lstm.out`, alpha != 1,
-// _softmax with half_to_float, a mean to another dtype than float32, index_put with accumulate,
-// weights in an external .ptd file); InvalidArgument for a call whose arguments do not fit its
+// _softmax with half_to_float, a mean to another dtype than float32, index_put with accumulate);
+// for an external tensor, FailedPrecondition when no data file is given, NotFound when the
+// data file has no entry of its name, InvalidArgument when the entry's dtype, sizes or byte size
+// differ from the program's tensor; InvalidArgument for a call whose arguments do not fit its
 // op's schema or that reads a value nothing has written.
 // Ownership: the MethodDefs' constant spans point into `constant_data` (moving an EtImport keeps
 // them valid); nothing points into the EtProgram or its file.
@@ -44,6 +51,7 @@
 
 #include "absl/status/statusor.h"
 #include "ferry/loader/executorch.h"
+#include "ferry/loader/executorch_data.h"
 #include "ferry/loader/method_graph.h"
 
 namespace ferry {
@@ -58,7 +66,14 @@ struct EtImport {
   size_t constant_bytes = 0;
 };
 
-absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program);
+struct EtImportOptions {
+  // The program's data file (.ptd), read by ReadExecuTorchDataFile; null when there is none.
+  // Only read during the call.
+  const EtDataFile* data = nullptr;
+};
+
+absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program,
+                                                 const EtImportOptions& options = {});
 
 }  // namespace ferry
 

@@ -80,6 +80,16 @@ struct NodeDef {
 
 inline constexpr absl::string_view kTargetDeviceSpec = "target_device";
 
+// One arena of the memory plan a program's exporter made (ExecuTorch's non_const_buffer_sizes and
+// the tensors' memory_id/offsets). Ferry plans its own arenas; this is read, checked at load (every
+// tensor inside its arena) and shown beside Ferry's (`ferry plan`).
+struct ExporterArena {
+  uint32_t memory_id = 0;
+  int64_t declared_bytes = 0;  // the size the exporter declared
+  int64_t used_bytes = 0;      // the end of the furthest tensor placed in it
+  int tensors = 0;             // tensors placed in it
+};
+
 struct MethodDef {
   std::string name;
   std::vector<ValueDef> values;
@@ -90,6 +100,8 @@ struct MethodDef {
   // when the program is in memory. Loading gives it page hints (loader/program_mapping.h) so that
   // host memory stays bounded while large constants are copied to a device.
   const ProgramMapping* mapping = nullptr;
+  // The exporter's memory plan, by memory_id; empty for Ferry's own programs.
+  std::vector<ExporterArena> exporter_arenas;
 };
 
 }  // namespace ferry

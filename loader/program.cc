@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -16,6 +18,7 @@
 #include "flatbuffers/idl.h"
 #include "ferry/loader/internal/serialize.h"
 #include "ferry/loader/executorch.h"
+#include "ferry/loader/executorch_data.h"
 #include "ferry/loader/executorch_import.h"
 #include "ferry/loader/internal/verify.h"
 #include "ferry/loader/program_mapping.h"
@@ -98,6 +101,34 @@ absl::Status ReadAll(int fd, const std::string& path, size_t size, uint8_t* out)
   return absl::OkStatus();
 }
 
+// Reads the data file at `path` into 64-byte aligned memory; returns its size.
+absl::StatusOr<size_t> ReadDataFile(const std::string& path, AlignedBytes& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    const std::string message =
+        absl::StrCat("cannot open data file \"", path, "\": ", ErrnoText(err));
+    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(message);
+    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+    return absl::InvalidArgumentError(message);
+  }
+  FileCloser closer(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load data file \"", path, "\": it is not a regular file"));
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("data file \"", path, "\" is empty (0 bytes)"));
+  }
+  FERRY_ASSIGN_OR_RETURN(out, AllocateAligned(size));
+  if (absl::Status s = ReadAll(fd, path, size, out.get()); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("data file: ", s.message()));
+  }
+  return size;
+}
+
 absl::Status WithPath(const std::string& path, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat("program \"", path, "\": ", status.message()));
 }
@@ -126,9 +157,14 @@ Program::Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> method
 
 Program::~Program() = default;
 
-absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage> storage) {
+absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage> storage,
+                                                         const absl::Span<const uint8_t>* data) {
   if (storage->size >= 8 && std::memcmp(storage->data + 4, kExecuTorchFileIdentifier, 4) == 0) {
-    return CreateFromExecuTorch(std::move(storage));
+    return CreateFromExecuTorch(std::move(storage), data);
+  }
+  if (data != nullptr) {
+    return absl::InvalidArgumentError(
+        "a data file (.ptd) was given, but only ExecuTorch programs (.pte) use one");
   }
   FERRY_ASSIGN_OR_RETURN(
       const fbs::Program* root,
@@ -139,16 +175,47 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
-    std::unique_ptr<Storage> storage) {
+    std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data) {
   FERRY_ASSIGN_OR_RETURN(EtProgram et,
                          ReadExecuTorchProgram(absl::MakeConstSpan(storage->data, storage->size)));
-  FERRY_ASSIGN_OR_RETURN(EtImport imported, ImportExecuTorchProgram(et));
+  std::optional<EtDataFile> data_file;
+  if (data != nullptr) {
+    absl::StatusOr<EtDataFile> read = ReadExecuTorchDataFile(*data);
+    if (!read.ok()) {
+      return absl::Status(read.status().code(),
+                          absl::StrCat("data file: ", read.status().message()));
+    }
+    data_file = *std::move(read);
+  }
+  EtImportOptions import_options;
+  import_options.data = data_file.has_value() ? &*data_file : nullptr;
+  FERRY_ASSIGN_OR_RETURN(EtImport imported, ImportExecuTorchProgram(et, import_options));
+  for (size_t i = 0; i < imported.methods.size() && i < et.methods.size(); ++i) {
+    imported.methods[i].exporter_arenas = EtExporterArenas(et.methods[i]);
+  }
   // The methods point into the copied constants only, never into the file's bytes.
   storage->imported_constants = std::move(imported.constant_data);
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(imported.methods)));
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path) {
+  return Load(path, ProgramLoadOptions{});
+}
+
+absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path,
+                                                       const ProgramLoadOptions& options) {
+  // The data file is read whole into aligned memory: it is needed during the load only.
+  AlignedBytes data_bytes;
+  absl::Span<const uint8_t> data;
+  if (!options.data_path.empty()) {
+    if (absl::EndsWith(path, ".json")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "program \"", path, "\": a data file (.ptd) was given, but only ExecuTorch programs "
+          "(.pte) use one"));
+    }
+    FERRY_ASSIGN_OR_RETURN(size_t data_size, ReadDataFile(options.data_path, data_bytes));
+    data = absl::MakeConstSpan(data_bytes.get(), data_size);
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return OpenError(path, errno);
   FileCloser closer(fd);
@@ -188,8 +255,14 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path) 
     FERRY_RETURN_IF_ERROR(ReadAll(fd, path, size, storage->owned.get()));
     storage->data = storage->owned.get();
   }
-  absl::StatusOr<std::unique_ptr<Program>> program = Create(std::move(storage));
-  if (!program.ok()) return WithPath(path, program.status());
+  absl::StatusOr<std::unique_ptr<Program>> program =
+      Create(std::move(storage), options.data_path.empty() ? nullptr : &data);
+  if (!program.ok()) {
+    if (options.data_path.empty()) return WithPath(path, program.status());
+    return absl::Status(program.status().code(),
+                        absl::StrCat("program \"", path, "\" with data file \"", options.data_path,
+                                     "\": ", program.status().message()));
+  }
   return program;
 }
 
@@ -199,7 +272,20 @@ absl::StatusOr<std::unique_ptr<Program>> Program::FromBytes(absl::Span<const uin
   FERRY_ASSIGN_OR_RETURN(storage->owned, CopyAligned(bytes));
   storage->data = storage->owned.get();
   storage->size = bytes.size();
-  return Create(std::move(storage));
+  return Create(std::move(storage), nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<Program>> Program::FromBytes(absl::Span<const uint8_t> bytes,
+                                                            absl::Span<const uint8_t> data) {
+  if (bytes.empty()) return absl::InvalidArgumentError("the program is empty (0 bytes)");
+  auto storage = std::make_unique<Storage>();
+  FERRY_ASSIGN_OR_RETURN(storage->owned, CopyAligned(bytes));
+  storage->data = storage->owned.get();
+  storage->size = bytes.size();
+  // The data file's FlatBuffer is read in place, so it needs the alignment of its scalars.
+  FERRY_ASSIGN_OR_RETURN(AlignedBytes data_copy, CopyAligned(data));
+  const absl::Span<const uint8_t> aligned(data_copy.get(), data.size());
+  return Create(std::move(storage), &aligned);
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::FromJson(absl::string_view json) {

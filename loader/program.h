@@ -17,7 +17,18 @@
 // onto MethodDefs, so method_names() and method() work alike for both formats. Their constants
 // are copied to 64-byte aligned memory owned by the Program (ExecuTorch aligns them to 16 bytes).
 // Ops, delegates and data the import does not support are Unimplemented, naming the method and
-// the instruction.
+// the instruction. An ExecuTorch program may keep tensors outside itself, in a data file (.ptd,
+// file identifier "FT01", loader/executorch_data.h), found by fully qualified name: give it in
+// ProgramLoadOptions::data_path (or as the second span of FromBytes). The data file is read and
+// verified at load, the tensors it provides are copied like the program's other constants, and
+// it is not needed once the call has returned. A program with external tensors loaded without a
+// data file is FailedPrecondition naming the tensor; a tensor the data file lacks is NotFound
+// naming it; a dtype, shape or size that differs is InvalidArgument. The exporter's memory plan
+// (ExecuTorch's arenas and offsets) is checked and kept in MethodDef::exporter_arenas.
+//
+//   ProgramLoadOptions options;
+//   options.data_path = "linear.ptd";
+//   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Program::Load("linear.pte", options));
 //
 // Format invariants (loader/schema/program.fbs): constant and state data start at multiples of 64
 // bytes from the start of the program, and the program's size is a multiple of 64, so that data
@@ -58,13 +69,26 @@ inline constexpr char kProgramFileIdentifier[] = "FRRY";
 // Program files of at least this many bytes are mapped; smaller ones are read (see above).
 inline constexpr size_t kProgramMapThresholdBytes = size_t{8} << 20;
 
+struct ProgramLoadOptions {
+  // An ExecuTorch program's data file (.ptd); empty for none. Giving one for a Ferry program, or
+  // for a data file that is not a .ptd, is InvalidArgument.
+  std::string data_path;
+};
+
 class Program {
  public:
   // Maps and verifies the file at `path` (binary, or JSON when the name ends in ".json").
   // NotFound / PermissionDenied for an unreadable file, InvalidArgument for a bad program.
   static absl::StatusOr<std::unique_ptr<Program>> Load(const std::string& path);
+  // The same, with the options above. Errors reading the data file name it.
+  static absl::StatusOr<std::unique_ptr<Program>> Load(const std::string& path,
+                                                       const ProgramLoadOptions& options);
   // Copies and verifies a binary program.
   static absl::StatusOr<std::unique_ptr<Program>> FromBytes(absl::Span<const uint8_t> bytes);
+  // The same for an ExecuTorch program with the bytes of its data file (.ptd); `data` is read
+  // during the call only.
+  static absl::StatusOr<std::unique_ptr<Program>> FromBytes(absl::Span<const uint8_t> bytes,
+                                                            absl::Span<const uint8_t> data);
   // Parses the JSON form (flatc's JSON for Ferry's schema) and verifies the result.
   static absl::StatusOr<std::unique_ptr<Program>> FromJson(absl::string_view json);
   // Converts a binary program to its JSON form.
@@ -84,10 +108,12 @@ class Program {
   struct Storage;
   Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods);
   // Verifies the bytes in `storage` and builds the methods over them.
-  static absl::StatusOr<std::unique_ptr<Program>> Create(std::unique_ptr<Storage> storage);
+  // `data`, when not null, is the data file's bytes (8-byte aligned).
+  static absl::StatusOr<std::unique_ptr<Program>> Create(std::unique_ptr<Storage> storage,
+                                                         const absl::Span<const uint8_t>* data);
   // The same for an ExecuTorch program (file identifier "ET12").
   static absl::StatusOr<std::unique_ptr<Program>> CreateFromExecuTorch(
-      std::unique_ptr<Storage> storage);
+      std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data);
   std::unique_ptr<Storage> storage_;
   std::vector<MethodDef> methods_;
 };

@@ -154,6 +154,25 @@ std::string FormatPlanText(const Method& method) {
                           a.device.ToString(), Bytes(a.arena_bytes), Bytes(a.lower_bound), ratio,
                           Bytes(a.constant_bytes));
   }
+  if (!m.exporter_arenas.empty()) {
+    // The exporter's own plan, beside Ferry's: what the program would take where it came from.
+    size_t ferry_bytes = 0;
+    for (const ArenaInfo& a : plan.arenas) ferry_bytes += a.arena_bytes;
+    int64_t declared = 0;
+    for (const ExporterArena& e : m.exporter_arenas) declared += e.declared_bytes;
+    absl::StrAppendFormat(&out,
+                          "exporter's memory plan (ExecuTorch buffers, not used): %s declared in "
+                          "%d buffer%s, Ferry's arenas %s\n",
+                          Bytes(static_cast<size_t>(declared)), m.exporter_arenas.size(),
+                          m.exporter_arenas.size() == 1 ? "" : "s", Bytes(ferry_bytes));
+    for (const ExporterArena& e : m.exporter_arenas) {
+      absl::StrAppendFormat(&out, "  buffer %-3d %10s declared, %s used by %d tensor%s%s\n",
+                            e.memory_id, Bytes(static_cast<size_t>(e.declared_bytes)),
+                            Bytes(static_cast<size_t>(e.used_bytes)), e.tensors,
+                            e.tensors == 1 ? "" : "s",
+                            e.tensors == 0 && e.declared_bytes > 0 ? " (nothing placed in it)" : "");
+    }
+  }
   absl::StrAppend(&out, "memory (arena and constants, per device):\n");
   for (const ArenaInfo& a : plan.arenas) {
     const size_t total = a.arena_bytes + a.constant_bytes;

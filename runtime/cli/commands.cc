@@ -55,7 +55,8 @@ constexpr CommandSpec kCommands[] = {
      "Loads the method, fills its inputs with generated values (integer inputs with zeros) or\n"
      "with the values given by --input, executes it --calls times and prints the time of the\n"
      "first and the last call and every output's dtype, shape, device, sum, minimum, maximum and\n"
-     "first values.\n"
+     "first values. --json prints the outputs as JSON instead, with all their values, for\n"
+     "scripts.\n"
      "With --tokens N: greedy generation. The program's \"prefill\" method (when present) runs\n"
      "on a prompt, then the decode method (--method, default \"decode\") once per token, each\n"
      "call fed the argmax of the last logits. Both are loaded as one program: constants on a\n"
@@ -67,6 +68,7 @@ constexpr CommandSpec kCommands[] = {
      "constants and state per call, and device memory. Without PROGRAM the decode-loop example\n"
      "(build/bench/decoder_lm.ferry) is used.\n",
      "ferry run --input pos=3 --calls 4\n"
+     "  ferry run linear.pte --data linear.ptd --input 0=1,2,3 --json\n"
      "  ferry run --tokens 32            (the decode loop of the language-model example)\n"},
     {"bench", kBench,
      "load and execute repeatedly; report load time, latency, copies, arenas (--json)",
@@ -86,6 +88,8 @@ struct OptionSpec {
 
 constexpr OptionSpec kOptions[] = {
     {"--method", "NAME", kAllCommands, "method to load (default: forward)"},
+    {"--data", "FILE", kAllCommands,
+     "an ExecuTorch program's data file (.ptd), with the tensors it keeps outside itself"},
     {"--skip-h2d", nullptr, kAllCommands,
      "skip_h2d_for_method_inputs: inputs read on a device are passed there"},
     {"--skip-d2h", nullptr, kAllCommands,
@@ -102,11 +106,13 @@ constexpr OptionSpec kOptions[] = {
     {"--tokens", "N", kRun,
      "generate N tokens: prefill, then the decode method once per token (see ferry run --help)"},
     {"--dot", nullptr, kPlan, "print Graphviz DOT instead of text"},
-    {"--json", nullptr, kBench, "print JSON instead of a table"},
+    {"--json", nullptr, kRun | kBench,
+     "print JSON instead of text (run: every output with all its values)"},
 };
 
 constexpr char kProgramLine[] =
-    "PROGRAM is a .ferry file or its .json form; without it the example decoder block is used.\n";
+    "PROGRAM is a .ferry file, its .json form, or an ExecuTorch program (.pte, with --data FILE\n"
+    "for its .ptd); without it the example decoder block is used.\n";
 constexpr char kExitStatusLine[] = "exit status: 0 ok, 1 load or run error, 2 usage error\n";
 
 const CommandSpec* FindCommand(absl::string_view name) {
@@ -292,6 +298,59 @@ void PrintDiagnostics(const Method& method, std::FILE* err) {
   }
 }
 
+// A JSON string: quotes, backslashes and control characters escaped.
+std::string JsonString(absl::string_view text) {
+  std::string s = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      s.push_back('\\');
+      s.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&s, "\\u%04x", static_cast<unsigned char>(c));
+    } else {
+      s.push_back(c);
+    }
+  }
+  s.push_back('"');
+  return s;
+}
+
+// A JSON number with `digits` significant digits (9 read back as the same float32, 17 as the
+// same double); null for NaN and infinities, which JSON cannot write.
+std::string JsonNumber(double v, int digits) {
+  if (!std::isfinite(v)) return "null";
+  return absl::StrFormat("%.*g", digits, v);
+}
+
+// `ferry run --json`: the method's outputs with all their values.
+int PrintOutputsJson(const Options& options, const Runtime& rt, Method& method,
+                     const std::vector<double>& times, std::FILE* out, std::FILE* err) {
+  const MethodPlan& plan = method.plan();
+  std::string text = absl::StrCat("{\"program\": ", JsonString(options.program),
+                                  ", \"method\": ", JsonString(method.def().name),
+                                  ", \"calls\": ", times.size(), ",\n \"latency_us\": {\"first\": ",
+                                  JsonNumber(times.front(), 6), ", \"last\": ",
+                                  JsonNumber(times.back(), 6),
+                                  "},\n \"outputs\": [");
+  for (size_t i = 0; i < method.num_outputs(); ++i) {
+    absl::StatusOr<std::vector<double>> values = ReadValues(rt, method.Output(i));
+    if (!values.ok()) return Fail(err, values.status());
+    const IoInfo& io = plan.outputs[i];
+    std::vector<std::string> numbers;
+    numbers.reserve(values->size());
+    const int digits = io.dtype == DType::kFloat32 ? 9 : 17;
+    for (double v : *values) numbers.push_back(JsonNumber(v, digits));
+    absl::StrAppend(&text, i == 0 ? "\n  " : ",\n  ", "{\"index\": ", i,
+                    ", \"name\": ", JsonString(io.name), ", \"dtype\": ",
+                    JsonString(DTypeName(io.dtype)), ", \"sizes\": [",
+                    absl::StrJoin(io.sizes, ", "), "], \"device\": ", JsonString(io.device_label),
+                    ", \"values\": [", absl::StrJoin(numbers, ", "), "]}");
+  }
+  absl::StrAppend(&text, method.num_outputs() == 0 ? "]}\n" : "\n ]}\n");
+  std::fputs(text.c_str(), out);
+  return 0;
+}
+
 int Run(const Options& options, const Runtime& rt, Method& method, std::FILE* out,
         std::FILE* err) {
   PrintDiagnostics(method, err);
@@ -305,6 +364,7 @@ int Run(const Options& options, const Runtime& rt, Method& method, std::FILE* ou
     times.push_back(MicrosSince(start));
   }
   const MethodPlan& plan = method.plan();
+  if (options.json) return PrintOutputsJson(options, rt, method, times, out, err);
   absl::FPrintF(out, "method \"%s\": %d call%s, first %.1f us, last %.1f us\n", method.def().name,
                 calls, calls == 1 ? "" : "s", times.front(), times.back());
   for (size_t i = 0; i < method.num_outputs(); ++i) {
@@ -615,6 +675,8 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
     if (arg == "--method") {
       options->method = value;
       options->method_given = true;
+    } else if (arg == "--data") {
+      options->data = value;
     } else if (arg == "--skip-h2d") {
       options->load.skip_h2d_for_method_inputs = true;
     } else if (arg == "--skip-d2h") {
@@ -666,9 +728,9 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
     }
   }
   if (options->tokens > 0) {
-    if (options->calls >= 0 || !options->inputs.empty()) {
+    if (options->calls >= 0 || !options->inputs.empty() || options->json) {
       std::fprintf(err, "ferry: --tokens makes the calls and their inputs; it does not go with %s\n",
-                   options->calls >= 0 ? "--calls" : "--input");
+                   options->calls >= 0 ? "--calls" : options->json ? "--json" : "--input");
       return kExitUsage;
     }
     if (!options->method_given) options->method = "decode";
@@ -754,7 +816,9 @@ int PlanAllMethods(const Options& options, const Runtime& rt, const Program& pro
 int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
   Runtime rt(options.runtime);
   auto verify_start = Clock::now();
-  absl::StatusOr<std::unique_ptr<Program>> program = Program::Load(options.program);
+  ProgramLoadOptions program_options;
+  program_options.data_path = options.data;
+  absl::StatusOr<std::unique_ptr<Program>> program = Program::Load(options.program, program_options);
   const double verify_us = MicrosSince(verify_start);
   if (!program.ok()) return Fail(err, program.status());
   if (options.command == "plan" && !options.method_given &&

@@ -29,6 +29,7 @@ inline constexpr int kExitUsage = 2;
 struct Options {
   std::string command;  // "plan", "run" or "bench"
   std::string program;
+  std::string data;  // --data: an ExecuTorch program's data file (.ptd); empty for none
   std::string method = "forward";
   bool method_given = false;  // --method was on the command line
   LoadOptions load;

@@ -755,6 +755,36 @@ TEST(ExecuTorchHandMadeTest, PlannedTensorOutsideItsArena) {
               RefusedWith("arena 1: its size is -48 bytes"));
 }
 
+TEST(ExecuTorchHandMadeTest, ExporterArenasSumTheirTensors) {
+  // Values 0 and 1 (float32[2], 8 bytes) are planned at offsets 0 and 16 of arena 1; value 2 is
+  // moved to the last 8 bytes of arena 2; arena 3 holds nothing.
+  ASSERT_OK_AND_ASSIGN(EtProgram program, ReadWith([](PteSpec& s) {
+                         s.arena_sizes = {0, 48, 64, 100};
+                         s.memory_id = 2;
+                         s.memory_offset = 56;
+                       }));
+  const std::vector<ExporterArena> arenas = EtExporterArenas(program.methods[0]);
+  ASSERT_EQ(arenas.size(), 3u);
+  EXPECT_EQ(arenas[0].memory_id, 1u);
+  EXPECT_EQ(arenas[0].declared_bytes, 48);
+  EXPECT_EQ(arenas[0].used_bytes, 24);
+  EXPECT_EQ(arenas[0].tensors, 2);
+  EXPECT_EQ(arenas[1].memory_id, 2u);
+  EXPECT_EQ(arenas[1].declared_bytes, 64);
+  EXPECT_EQ(arenas[1].used_bytes, 64);
+  EXPECT_EQ(arenas[1].tensors, 1);
+  EXPECT_EQ(arenas[2].declared_bytes, 100);
+  EXPECT_EQ(arenas[2].used_bytes, 0);
+  EXPECT_EQ(arenas[2].tensors, 0);
+  // One byte further is past the arena, and refused by the reader.
+  EXPECT_THAT(ReadWith([](PteSpec& s) {
+                s.arena_sizes = {0, 48, 64};
+                s.memory_id = 2;
+                s.memory_offset = 57;
+              }),
+              RefusedWith("its 8 bytes at offset 57 of arena 2 run past the arena's 64 bytes"));
+}
+
 TEST(ExecuTorchHandMadeTest, ListItemsOfTheWrongKind) {
   EXPECT_THAT(ReadWith([](PteSpec& s) { s.int_list = {0}; }),
               RefusedWith("value 5 (int list): item 0 is value 0, a tensor; the items of an int "

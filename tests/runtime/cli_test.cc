@@ -99,9 +99,9 @@ TEST(ParseArgsTest, CommandHelpSaysWhatItDoesItsOptionsAndAnExample) {
     std::vector<const char*> own, foreign;
   };
   const Case cases[] = {
-      {"plan", {"--dot"}, {"--json", "--input", "--calls", "--warmup"}},
-      {"run", {"--calls", "--input"}, {"--dot", "--json", "--warmup"}},
-      {"bench", {"--calls", "--warmup", "--json"}, {"--dot", "--input"}},
+      {"plan", {"--dot", "--data"}, {"--json", "--input", "--calls", "--warmup"}},
+      {"run", {"--calls", "--input", "--json", "--data"}, {"--dot", "--warmup"}},
+      {"bench", {"--calls", "--warmup", "--json", "--data"}, {"--dot", "--input"}},
   };
   for (const Case& c : cases) {
     for (std::vector<const char*> args :
@@ -146,7 +146,7 @@ TEST(ParseArgsTest, UnknownOptionIsAUsageError) {
 TEST(ParseArgsTest, OptionsThatDoNotApplyToTheCommandAreUsageErrorsNamingBoth) {
   const std::vector<std::vector<const char*>> cases = {
       {"run", "--dot"},         {"bench", "--dot"},         {"plan", "--json"},
-      {"run", "--json"},        {"plan", "--input", "x=1"}, {"bench", "--input", "x=1"},
+      {"plan", "--input", "x=1"}, {"bench", "--input", "x=1"},
       {"plan", "--calls", "3"}, {"plan", "--warmup", "3"},  {"run", "--warmup", "3"},
   };
   for (const std::vector<const char*>& args : cases) {
@@ -201,6 +201,15 @@ TEST(ParseArgsTest, FillsTheOptions) {
   p = Parse({"plan", "--dot"});
   ASSERT_EQ(p.code, -1) << p.err;
   EXPECT_TRUE(p.options.dot);
+  EXPECT_EQ(p.options.data, "");
+  p = Parse({"run", "m.pte", "--data", "m.ptd", "--json"});
+  ASSERT_EQ(p.code, -1) << p.err;
+  EXPECT_EQ(p.options.program, "m.pte");
+  EXPECT_EQ(p.options.data, "m.ptd");
+  EXPECT_TRUE(p.options.json);
+  p = Parse({"plan", "m.pte", "--data"});
+  EXPECT_EQ(p.code, 2);
+  EXPECT_THAT(p.err, HasSubstr("--data needs a value"));
 }
 
 TEST(ParseArgsTest, ArgumentErrorsAreUsageErrors) {

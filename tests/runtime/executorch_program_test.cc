@@ -4,6 +4,7 @@
 // op, the backend or the external weights. Hand-made programs (plain EtProgram data) check that a
 // reused `out` value gives each write its own Ferry value; those of the ops beyond a linear layer
 // are written as .pte files (tests/testing/pte_writer.h) and run from the bytes.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,7 +17,9 @@
 
 #include <unistd.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "ferry/loader/executorch.h"
 #include "ferry/loader/executorch_import.h"
 #include "ferry/loader/program.h"
@@ -25,12 +28,16 @@
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/json_check.h"
+#include "tests/testing/ptd_builder.h"
 #include "tests/testing/pte_writer.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {
 namespace {
 
+using ::ferry::testing::BuildPtd;
+using ::ferry::testing::FloatBytes;
 using ::ferry::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -45,6 +52,9 @@ const std::filesystem::path kPteDir = std::filesystem::path(FERRY_SHARED_DIR) / 
   }
 
 std::string PtePath(const std::string& name) { return (kPteDir / name).string(); }
+
+constexpr char kLinearPte[] = "executorch__extension_module_test_resources_linear.pte";
+constexpr char kLinearPtd[] = "executorch__extension_module_test_resources_linear.ptd";
 
 std::vector<uint8_t> ReadPte(const std::string& name) {
   std::ifstream in(PtePath(name), std::ios::binary);
@@ -151,11 +161,190 @@ TEST(ExecuTorchProgramTest, UnsupportedProgramsAreRefusedNamingWhy) {
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("method \"forward\", instruction 0: a delegate call to backend "
                                  "\"XnnpackBackend\"")));
+  // External weights without their data file.
   EXPECT_THAT(Program::Load(PtePath("executorch__extension_module_test_resources_linear.pte")),
-              StatusIs(absl::StatusCode::kUnimplemented,
+              StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(HasSubstr("instruction 0 (aten::permute_copy.out): value 0 "
                                        "(\"linear.weight\")"),
-                             HasSubstr("its weights are external"))));
+                             HasSubstr("external data file (.ptd), and none was given"))));
+}
+
+// linear.pte's weights, read by the test itself from linear.ptd at the file offsets an `xxd`
+// dump shows (segment data from 0x110: the weight [3, 3] at 0, the bias [3] at 48).
+struct LinearWeights {
+  std::vector<float> weight;  // [out, in], row-major
+  std::vector<float> bias;
+};
+LinearWeights ReadLinearWeights() {
+  const std::vector<uint8_t> ptd = ReadPte(kLinearPtd);
+  LinearWeights w;
+  w.weight = Floats(absl::MakeConstSpan(ptd).subspan(0x110, 9 * sizeof(float)));
+  w.bias = Floats(absl::MakeConstSpan(ptd).subspan(0x140, 3 * sizeof(float)));
+  return w;
+}
+
+// y = x W^T + b for x [3, 3], computed naively in double.
+std::vector<float> Linear(const std::vector<float>& x, const LinearWeights& w) {
+  std::vector<float> y(9);
+  for (int i = 0; i < 3; ++i) {
+    for (int o = 0; o < 3; ++o) {
+      double sum = w.bias[o];
+      for (int k = 0; k < 3; ++k) sum += double{x[i * 3 + k]} * w.weight[o * 3 + k];
+      y[i * 3 + o] = static_cast<float>(sum);
+    }
+  }
+  return y;
+}
+
+TEST(ExecuTorchProgramTest, LinearRunsWithItsDataFile) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const LinearWeights w = ReadLinearWeights();
+  ASSERT_EQ(w.weight.size(), 9u);
+  ProgramLoadOptions options;
+  options.data_path = PtePath(kLinearPtd);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::Load(PtePath(kLinearPte), options));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* def, program->method("forward"));
+  int constants = 0;
+  for (const ValueDef& v : def->values) {
+    if (v.kind != ValueKind::kConstant) continue;
+    ++constants;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data.data()) % 64, 0u) << v.name;
+  }
+  EXPECT_EQ(constants, 2);
+  std::vector<std::vector<float>> inputs = {{0.5f, -1.0f, 2.0f, 3.0f, 0.25f, -0.5f, 1.0f, 1.0f,
+                                             -2.0f}};
+  const std::vector<float> expected = Linear(inputs[0], w);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> out, RunFloat(*program, "forward", inputs));
+  ASSERT_EQ(out.size(), 9u);
+  for (int i = 0; i < 9; ++i) EXPECT_NEAR(out[i], expected[i], 1e-5f) << i;
+
+  // The same through FromBytes, with the data file's bytes.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> from_bytes,
+                       Program::FromBytes(ReadPte(kLinearPte), ReadPte(kLinearPtd)));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> again, RunFloat(*from_bytes, "forward", inputs));
+  EXPECT_EQ(again, out);
+}
+
+TEST(ExecuTorchProgramTest, DataFilesThatDoNotFitAreRefusedNamingTheTensor) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::vector<uint8_t> pte = ReadPte(kLinearPte);
+  const std::vector<float> nine(9, 1.0f), three(3, 1.0f);
+  // A data file without linear.bias.
+  EXPECT_THAT(Program::FromBytes(pte, BuildPtd({{"linear.weight", 6, {3, 3}, FloatBytes(nine)}})),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("value 1 (\"linear.bias\") has its data in an external data "
+                                 "file, but the data file has no entry named \"linear.bias\"")));
+  // A weight of another dtype, and one of another shape.
+  EXPECT_THAT(
+      Program::FromBytes(pte, BuildPtd({{"linear.weight", 7, {3, 3}, std::vector<uint8_t>(72)},
+                                        {"linear.bias", 6, {3}, FloatBytes(three)}})),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("value 0 (\"linear.weight\") is float32 [3, 3], but the data file's "
+                         "entry is float64 [3, 3]")));
+  EXPECT_THAT(Program::FromBytes(pte, BuildPtd({{"linear.weight", 6, {9}, FloatBytes(nine)},
+                                                {"linear.bias", 6, {3}, FloatBytes(three)}})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is float32 [3, 3], but the data file's entry is float32 [9]")));
+  // Without a layout, only the byte count can be checked.
+  EXPECT_THAT(
+      Program::FromBytes(pte, BuildPtd({{"linear.weight", 6, {}, FloatBytes(three), false},
+                                        {"linear.bias", 6, {3}, FloatBytes(three)}})),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("value 0 (\"linear.weight\") is 36 bytes, but the data file's entry is "
+                         "12")));
+  // A data file in the current layout that fits runs like the real one.
+  const LinearWeights w = ReadLinearWeights();
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Program> program,
+      Program::FromBytes(pte, BuildPtd({{"linear.bias", 6, {3}, FloatBytes(w.bias)},
+                                        {"linear.weight", 6, {3, 3}, FloatBytes(w.weight)}})));
+  std::vector<std::vector<float>> inputs = {{1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  const std::vector<float> expected = Linear(inputs[0], w);
+  ASSERT_OK_AND_ASSIGN(std::vector<float> out, RunFloat(*program, "forward", inputs));
+  for (int i = 0; i < 9; ++i) EXPECT_NEAR(out[i], expected[i], 1e-4f) << i;
+}
+
+TEST(ExecuTorchProgramTest, DataFileErrorsNameTheFiles) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  ProgramLoadOptions options;
+  options.data_path = PtePath("no_such.ptd");
+  EXPECT_THAT(Program::Load(PtePath(kLinearPte), options),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("cannot open data file \"" + PtePath("no_such.ptd"))));
+  // A program given as the data file.
+  options.data_path = PtePath(kLinearPte);
+  EXPECT_THAT(Program::Load(PtePath(kLinearPte), options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("with data file"),
+                             HasSubstr("this is an ExecuTorch program (.pte"))));
+  // A data file for a program that is not an ExecuTorch one.
+  options.data_path = PtePath(kLinearPtd);
+  EXPECT_THAT(Program::FromBytes(ReadPte(kLinearPtd), ReadPte(kLinearPtd)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("only ExecuTorch programs (.pte) use one")));
+  // Every truncation of the data file is refused, naming it as the data file.
+  const std::vector<uint8_t> pte = ReadPte(kLinearPte);
+  const std::vector<uint8_t> ptd = ReadPte(kLinearPtd);
+  for (size_t n = 1; n < ptd.size(); n += 7) {
+    EXPECT_THAT(Program::FromBytes(pte, absl::MakeConstSpan(ptd).first(n)),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("data file")))
+        << n;
+  }
+}
+
+// Every single-byte change of linear.ptd (a few values per byte) either is refused or gives a
+// program that loads and runs (meaningful under ASan): nothing the data file reader accepts makes
+// the import or the run crash.
+TEST(ExecuTorchProgramTest, MutatedDataFilesAreRefusedOrRunNeverCrash) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::vector<uint8_t> pte = ReadPte(kLinearPte);
+  const std::vector<uint8_t> ptd = ReadPte(kLinearPtd);
+  int loaded = 0;
+  for (size_t at = 0; at < ptd.size(); ++at) {
+    for (uint8_t value : {uint8_t(ptd[at] ^ 1), uint8_t(ptd[at] ^ 0x80), uint8_t{0}, uint8_t{0xff}}) {
+      if (value == ptd[at]) continue;
+      std::vector<uint8_t> bad = ptd;
+      bad[at] = value;
+      absl::StatusOr<std::unique_ptr<Program>> program = Program::FromBytes(pte, bad);
+      if (!program.ok()) continue;
+      ++loaded;
+      std::vector<std::vector<float>> inputs = {std::vector<float>(9, 1.0f)};
+      absl::StatusOr<std::vector<float>> out = RunFloat(**program, "forward", inputs);
+      EXPECT_TRUE(out.ok()) << "byte " << at << " = " << int{value} << ": " << out.status();
+    }
+  }
+  // Changes to the weights' bytes themselves are data, and load.
+  EXPECT_GT(loaded, 0);
+}
+
+TEST(ExecuTorchProgramTest, ExporterMemoryPlanIsKept) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  // linear.pte plans its input, the permuted weight and the output in arena 1; the reader test
+  // reads the sizes and offsets off the file, here they are summed per arena.
+  const std::vector<uint8_t> bytes = ReadPte(kLinearPte);
+  ASSERT_OK_AND_ASSIGN(EtProgram et, ReadExecuTorchProgram(bytes));
+  const EtMethod& m = *et.method("forward");
+  ASSERT_GE(m.non_const_buffer_sizes.size(), 2u);
+  int64_t end = 0;
+  int planned = 0;
+  for (const EtValue& v : m.values) {
+    if (v.kind != EtValueKind::kTensor || !v.tensor.allocation.has_value()) continue;
+    EXPECT_EQ(v.tensor.allocation->memory_id, 1u);
+    end = std::max<int64_t>(end, v.tensor.allocation->offset + v.tensor.byte_size);
+    ++planned;
+  }
+  ProgramLoadOptions options;
+  options.data_path = PtePath(kLinearPtd);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::Load(PtePath(kLinearPte), options));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* def, program->method("forward"));
+  ASSERT_EQ(def->exporter_arenas.size(), m.non_const_buffer_sizes.size() - 1);
+  EXPECT_EQ(def->exporter_arenas[0].memory_id, 1u);
+  EXPECT_EQ(def->exporter_arenas[0].declared_bytes, m.non_const_buffer_sizes[1]);
+  EXPECT_EQ(def->exporter_arenas[0].used_bytes, end);
+  EXPECT_EQ(def->exporter_arenas[0].tensors, planned);
+  EXPECT_EQ(planned, 3);
 }
 
 TEST(ExecuTorchProgramTest, FromBytesTellsTheFormatsApart) {
@@ -197,6 +386,102 @@ TEST(ExecuTorchProgramTest, CliPlansAndRunsAPte) {
     EXPECT_EQ(code, cli::kExitOk) << errors;
     EXPECT_THAT(text, HasSubstr(command == "plan" ? "arenas:" : "output 0"));
   }
+}
+
+struct CliResult {
+  int code = 0;
+  std::string out, err;
+};
+
+CliResult RunCli(const cli::Options& o) {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  CliResult r;
+  r.code = cli::RunCommand(o, out, err);
+  for (auto [f, text] : {std::pair{out, &r.out}, std::pair{err, &r.err}}) {
+    std::rewind(f);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text->append(buf, n);
+    std::fclose(f);
+  }
+  return r;
+}
+
+cli::Options LinearCli(const std::string& command) {
+  cli::Options o;
+  o.command = command;
+  o.program = PtePath(kLinearPte);
+  o.data = PtePath(kLinearPtd);
+  o.calls = 1;
+  o.warmup = 0;
+  return o;
+}
+
+// The numbers of the JSON array that follows `"key": [` at or after `from`; `from` moves past it.
+std::vector<double> JsonArrayAfter(const std::string& json, const std::string& key, size_t& from) {
+  const std::string start = "\"" + key + "\": [";
+  const size_t at = json.find(start, from);
+  EXPECT_NE(at, std::string::npos) << key;
+  if (at == std::string::npos) return {};
+  const size_t end = json.find(']', at);
+  from = end;
+  std::vector<double> numbers;
+  for (absl::string_view item :
+       absl::StrSplit(absl::string_view(json).substr(at + start.size(), end - at - start.size()),
+                      ',', absl::SkipWhitespace())) {
+    double d = 0;
+    EXPECT_TRUE(absl::SimpleAtod(item, &d)) << item;
+    numbers.push_back(d);
+  }
+  return numbers;
+}
+
+TEST(ExecuTorchProgramTest, CliRunsLinearWithItsDataFileAndPrintsJson) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const LinearWeights w = ReadLinearWeights();
+  cli::Options o = LinearCli("run");
+  o.json = true;
+  o.inputs["0"] = {1, -2, 0.5, 4, 0, -1, 2.5, 3, -0.25};
+  CliResult r = RunCli(o);
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  std::string where;
+  EXPECT_TRUE(::ferry::testing::IsValidJson(r.out, &where)) << where << "\n" << r.out;
+  EXPECT_THAT(r.out, HasSubstr("\"method\": \"forward\""));
+  EXPECT_THAT(r.out, HasSubstr("\"index\": 0"));
+  EXPECT_THAT(r.out, HasSubstr("\"dtype\": \"float32\""));
+  EXPECT_THAT(r.out, HasSubstr("\"device\": \"host\""));
+  size_t from = r.out.find("\"outputs\"");
+  ASSERT_NE(from, std::string::npos);
+  EXPECT_THAT(JsonArrayAfter(r.out, "sizes", from), ElementsAre(3, 3));
+  const std::vector<double> values = JsonArrayAfter(r.out, "values", from);
+  const std::vector<float> x(o.inputs["0"].begin(), o.inputs["0"].end());
+  const std::vector<float> expected = Linear(x, w);
+  ASSERT_EQ(values.size(), expected.size());
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(values[i], expected[i], 1e-5) << i;
+
+  // Without --data: the error names the tensor and asks for the data file.
+  o.data.clear();
+  r = RunCli(o);
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_THAT(r.err, AllOf(HasSubstr("\"linear.weight\""), HasSubstr("--data FILE")));
+}
+
+TEST(ExecuTorchProgramTest, CliPlanShowsTheExportersBuffersBesideFerrysArenas) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::vector<uint8_t> bytes = ReadPte(kLinearPte);
+  ASSERT_OK_AND_ASSIGN(EtProgram et, ReadExecuTorchProgram(bytes));
+  const int64_t declared = et.method("forward")->non_const_buffer_sizes.at(1);
+  CliResult r = RunCli(LinearCli("plan"));
+  ASSERT_EQ(r.code, cli::kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("arenas:"));
+  EXPECT_THAT(r.out, HasSubstr("exporter's memory plan (ExecuTorch buffers, not used)"));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("buffer 1 ")));
+  EXPECT_THAT(r.out, HasSubstr("used by 3 tensors"));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat(declared, " B")));
+  // bench takes the data file too.
+  r = RunCli(LinearCli("bench"));
+  EXPECT_EQ(r.code, cli::kExitOk) << r.err;
 }
 
 // Every single-byte change of the programs that run either is refused or gives a program that
