@@ -25,11 +25,22 @@ namespace {
 
 using namespace ::ferry::example;  // NOLINT
 
-std::unique_ptr<Program> LoadModel(std::optional<std::string> device) {
+// The example with its blocks on `device`; nullptr (and the benchmark skipped) when it fails.
+std::unique_ptr<Program> LoadModel(std::optional<std::string> device, benchmark::State& state) {
   absl::StatusOr<std::vector<uint8_t>> bytes = BuildLanguageModelProgram(std::move(device));
-  if (!bytes.ok()) return nullptr;
-  absl::StatusOr<std::unique_ptr<Program>> program = Program::FromBytes(*bytes);
-  return program.ok() ? *std::move(program) : nullptr;
+  absl::StatusOr<std::unique_ptr<Program>> program =
+      bytes.ok() ? Program::FromBytes(*bytes) : bytes.status();
+  if (!program.ok()) {
+    state.SkipWithError(std::string(program.status().message()).c_str());
+    return nullptr;
+  }
+  return *std::move(program);
+}
+
+RuntimeOptions Unguarded() {
+  RuntimeOptions options;
+  options.sim_guard = false;
+  return options;
 }
 
 // Inputs of a call taking `tokens.size()` tokens at positions start, start + 1, ...
@@ -67,14 +78,9 @@ DeviceCounters Counters(const Runtime& rt) {
 }
 
 void RunDecodeLoop(benchmark::State& state, std::optional<std::string> device) {
-  std::unique_ptr<Program> program = LoadModel(std::move(device));
-  RuntimeOptions options;
-  options.sim_guard = false;
-  Runtime rt(options);
-  if (program == nullptr) {
-    state.SkipWithError("cannot build the example");
-    return;
-  }
+  std::unique_ptr<Program> program = LoadModel(std::move(device), state);
+  if (program == nullptr) return;
+  Runtime rt(Unguarded());
   std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(*program);
   absl::StatusOr<std::unique_ptr<Method>> prefill = loaded->LoadMethod("prefill");
   absl::StatusOr<std::unique_ptr<Method>> decode = loaded->LoadMethod("decode");
@@ -136,14 +142,9 @@ BENCHMARK(BM_DecodeLoopAllHost)->Unit(benchmark::kMicrosecond);
 // Device bytes held once prefill and decode are loaded: as one program (state.range(0) == 1) or
 // separately (0). Constants, caches and arenas together, from the device's own counter.
 void BM_ProgramMemory(benchmark::State& state) {
-  std::unique_ptr<Program> program = LoadModel("cuda:0");
-  RuntimeOptions options;
-  options.sim_guard = false;
-  Runtime rt(options);
-  if (program == nullptr) {
-    state.SkipWithError("cannot build the example");
-    return;
-  }
+  std::unique_ptr<Program> program = LoadModel("cuda:0", state);
+  if (program == nullptr) return;
+  Runtime rt(Unguarded());
   DeviceRuntime& sim0 = *rt.devices().Find(Device::Sim(0));
   const bool together = state.range(0) == 1;
   uint64_t held = 0, constants = 0;

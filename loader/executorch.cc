@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ferry/loader/internal/untrusted_bytes.h"
 #include "ferry/loader/program.h"
 #include "ferry/memory/status_macros.h"
 #include "flatbuffers/flatbuffers.h"
@@ -101,19 +102,9 @@ bool Aligned8(const flatbuffers::Vector<T>* v) {
   return v == nullptr || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
 }
 
-uint64_t ReadLE(const uint8_t* p, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-
-// a + b, or nullopt when it overflows.
-std::optional<uint64_t> Add(uint64_t a, uint64_t b) {
-  if (a > std::numeric_limits<uint64_t>::max() - b) return std::nullopt;
-  return a + b;
-}
-
-std::string Quoted(absl::string_view s) { return absl::StrCat("\"", absl::CHexEscape(s), "\""); }
+using ::ferry::internal::Add;
+using ::ferry::internal::Quoted;
+using ::ferry::internal::ReadLE;
 
 absl::Status Invalid(absl::string_view what) { return absl::InvalidArgumentError(what); }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "ferry/loader/internal/untrusted_bytes.h"
 #include "ferry/memory/status_macros.h"
 #include "flatbuffers/flatbuffers.h"
 #include "loader/schema/executorch_data_generated.h"
@@ -36,19 +37,9 @@ constexpr uint32_t kMinHeaderLength = 40;
 // current root has three fields.
 constexpr flatbuffers::voffset_t kLegacySegmentsField = 10;
 
-uint64_t ReadLE(const uint8_t* p, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-
-// a + b, or nullopt when it overflows.
-std::optional<uint64_t> Add(uint64_t a, uint64_t b) {
-  if (a > std::numeric_limits<uint64_t>::max() - b) return std::nullopt;
-  return a + b;
-}
-
-std::string Quoted(absl::string_view s) { return absl::StrCat("\"", absl::CHexEscape(s), "\""); }
+using ::ferry::internal::Add;
+using ::ferry::internal::Quoted;
+using ::ferry::internal::ReadLE;
 
 absl::Status Invalid(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("ExecuTorch data file: ", what));

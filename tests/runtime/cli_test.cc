@@ -20,6 +20,7 @@
 #include "tests/testing/json_check.h"
 #include "tests/testing/reference_decoder.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/two_method_program.h"
 
 namespace ferry::cli {
 namespace {
@@ -416,17 +417,7 @@ TEST_F(CliTest, StrictModeFailsTheLoadWithTheWarningText) {
 
 TEST(CliPlanTest, AProgramWithSeveralMethodsShowsEachAndWhatTheyShare) {
   ProgramBuilder pb;
-  for (const char* name : {"prefill", "decode"}) {
-    MethodBuilder& m = pb.AddMethod(name);
-    ValueId x = m.Input("x", DType::kFloat32, {4});
-    ValueId w = m.ConstantF32("w", {4}, {1, 2, 3, 4});
-    ValueId acc = m.SharedStateF32("acc", {4}, {0, 0, 0, 0});
-    m.Output(m.GraphDelegate("cuda:0", {acc, x, w},
-                             [](MethodBuilder& g, absl::Span<const ValueId> in) {
-                               ValueId s = g.Op("add", {in[1], in[2]});
-                               return std::vector<ValueId>{g.Op("add_", {in[0], s})};
-                             })[0]);
-  }
+  ::ferry::testing::AddTwoMethods(pb);
   const std::string path = ::testing::TempDir() + "/two_methods.ferry";
   ASSERT_OK(pb.WriteFile(path));
   Options options;
@@ -452,17 +443,7 @@ TEST(CliPlanTest, AProgramWithSeveralMethodsShowsEachAndWhatTheyShare) {
 
 TEST(CliBenchTest, AProgramWithSeveralMethodsIsMeasuredMethodByMethodWithItsMemoryOnce) {
   ProgramBuilder pb;
-  for (const char* name : {"prefill", "decode"}) {
-    MethodBuilder& m = pb.AddMethod(name);
-    ValueId x = m.Input("x", DType::kFloat32, {4});
-    ValueId w = m.ConstantF32("w", {4}, {1, 2, 3, 4});
-    ValueId acc = m.SharedStateF32("acc", {4}, {0, 0, 0, 0});
-    m.Output(m.GraphDelegate("cuda:0", {acc, x, w},
-                             [](MethodBuilder& g, absl::Span<const ValueId> in) {
-                               ValueId s = g.Op("add", {in[1], in[2]});
-                               return std::vector<ValueId>{g.Op("add_", {in[0], s})};
-                             })[0]);
-  }
+  ::ferry::testing::AddTwoMethods(pb);
   const std::string path = ::testing::TempDir() + "/two_methods_bench.ferry";
   ASSERT_OK(pb.WriteFile(path));
   Options options;

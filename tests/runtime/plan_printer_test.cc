@@ -19,6 +19,7 @@
 #include "tests/conformance/conformance_util.h"
 #include "tests/testing/method_harness.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/two_method_program.h"
 
 namespace ferry::testing {
 namespace {
@@ -166,19 +167,7 @@ TEST(PlanDot, NamesWithQuotesAndBackslashesAreEscaped) {
 
 TEST(ProgramDot, MethodsSideBySideWithTheValuesTheyShareDrawnOnce) {
   ProgramBuilder pb;
-  for (const char* name : {"prefill", "decode"}) {
-    MethodBuilder& m = pb.AddMethod(name);
-    ValueId x = m.Input("x", DType::kFloat32, {4});
-    ValueId w = m.ConstantF32("w", {4}, {1, 2, 3, 4});
-    ValueId own = m.ConstantF32(std::string(name) + "_bias", {4},
-                                {name[0] == 'p' ? 1.0f : 2.0f, 0, 0, 0});
-    ValueId acc = m.SharedStateF32("acc", {4}, {0, 0, 0, 0});
-    ValueId y = m.GraphDelegate("cuda:0", {acc, x, w}, [](MethodBuilder& g,
-                                                           absl::Span<const ValueId> in) {
-      return std::vector<ValueId>{g.Op("add_", {in[0], g.Op("add", {in[1], in[2]})})};
-    })[0];
-    m.Output(m.Op("add", {y, own}));
-  }
+  AddTwoMethods(pb, /*own_constants=*/true);
   ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, pb.Build());
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(bytes));
   Runtime rt;
