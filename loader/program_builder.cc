@@ -17,7 +17,9 @@
 
 // GCC 12 reports moves of an empty absl::InlinedVector (TensorMeta::sizes of a scalar value) as
 // reads of uninitialized memory; the inline storage of an empty vector is never read.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace ferry {
 namespace {
