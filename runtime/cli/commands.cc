@@ -75,8 +75,11 @@ constexpr CommandSpec kCommands[] = {
      "Loads the method, executes it --warmup times, then --calls times measured, and reports the\n"
      "load time by phase, the latency (min, median, p99), copies and bytes per call (the\n"
      "manifest's against the devices' counters; exit status 1 when they disagree), the constant\n"
-     "bytes materialized at load and the arenas.\n",
-     "ferry bench --calls 10000 --no-guard --json\n"},
+     "bytes materialized at load and the arenas. A program with several methods and no\n"
+     "--method: every method, loaded together and measured in turn, then once the constant\n"
+     "replicas and shared states they share (JSON: one object per method under \"methods\").\n",
+     "ferry bench --calls 10000 --no-guard --json\n"
+     "  ferry bench build/bench/decoder_lm.ferry --json   (prefill and decode, one program)\n"},
 };
 
 struct OptionSpec {
