@@ -418,7 +418,7 @@ TEST_F(CliTest, StrictModeFailsTheLoadWithTheWarningText) {
 TEST(CliPlanTest, AProgramWithSeveralMethodsShowsEachAndWhatTheyShare) {
   ProgramBuilder pb;
   ::ferry::testing::AddTwoMethods(pb);
-  const std::string path = ::testing::TempDir() + "/two_methods.ferry";
+  const std::string path = TempPath("two_methods.ferry");
   ASSERT_OK(pb.WriteFile(path));
   Options options;
   options.command = "plan";
@@ -444,7 +444,7 @@ TEST(CliPlanTest, AProgramWithSeveralMethodsShowsEachAndWhatTheyShare) {
 TEST(CliBenchTest, AProgramWithSeveralMethodsIsMeasuredMethodByMethodWithItsMemoryOnce) {
   ProgramBuilder pb;
   ::ferry::testing::AddTwoMethods(pb);
-  const std::string path = ::testing::TempDir() + "/two_methods_bench.ferry";
+  const std::string path = TempPath("two_methods_bench.ferry");
   ASSERT_OK(pb.WriteFile(path));
   Options options;
   options.command = "bench";
@@ -528,7 +528,7 @@ TEST(ParseArgsTest, TokensTakesTheDecodeLoopExampleAndRefusesCallsAndInputs) {
 class CliTokensTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = ::testing::TempDir() + "/decoder_lm.ferry";
+    path_ = TempPath("decoder_lm.ferry");
     ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, example::BuildLanguageModelProgram());
     std::FILE* f = std::fopen(path_.c_str(), "wb");
     ASSERT_NE(f, nullptr);
@@ -600,7 +600,7 @@ TEST_F(CliTokensTest, RefusesMoreTokensThanTheCacheHoldsAndMethodsOffTheConventi
   // The decoder block's "forward" takes x, pos and mask: not a decode loop.
   ProgramBuilder pb;
   example::AddDecoderMethod(pb, std::nullopt);
-  const std::string block = ::testing::TempDir() + "/block.ferry";
+  const std::string block = TempPath("block.ferry");
   ASSERT_OK(pb.WriteFile(block));
   o.program = block;
   o.method = "forward";
