@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ferry/memory/status_macros.h"
@@ -18,12 +19,14 @@ namespace {
 
 constexpr size_t kConstantAlignment = 64;
 
-// A constant's bytes, to be copied into the import's aligned storage once every method is done.
+// A constant's bytes (or a delegate's payload), to be copied into the import's aligned storage
+// once every method is done.
 struct PendingConstant {
   size_t method = 0;
   ValueId value = 0;
   absl::Span<const uint8_t> source;  // in the file; empty when `folded` holds the bytes
   std::vector<uint8_t> folded;       // computed here (a cast)
+  int32_t payload_of_node = -1;      // a delegate payload: the node's index, and `value` unused
 };
 
 bool IsIdentity(absl::Span<const uint8_t> dim_order) {
@@ -155,11 +158,8 @@ class MethodImporter {
         break;
       case EtInstructionKind::kFree:
         return absl::OkStatus();  // memory bookkeeping; Ferry plans its own
-      case EtInstructionKind::kDelegateCall: {
-        const EtDelegate& d = et_.delegates[instruction.delegate_index];
-        return Unimplemented(absl::StrCat("a delegate call to backend \"", d.backend_id,
-                                          "\"; ExecuTorch delegates are not supported yet"));
-      }
+      case EtInstructionKind::kDelegateCall:
+        return ImportDelegateCall(instruction);
       default:
         return Unimplemented(absl::StrCat("a ", EtInstructionKindName(instruction.kind),
                                           " instruction; only kernel calls are supported"));
@@ -193,6 +193,115 @@ class MethodImporter {
                                   EtValueKindName(et_.values[out].kind), ", not a tensor"));
     }
     return (this->*mapping->import)(absl::MakeConstSpan(args).first(mapping->num_args), out);
+  }
+
+  // A delegate call becomes one delegate node named by its backend id. ExecuTorch lists the
+  // call's arguments and results in one list; the results are the values nothing has written
+  // before the call (not an input, a constant or an earlier result), and they must all come after
+  // the arguments, be tensors and appear once.
+  absl::Status ImportDelegateCall(const EtInstruction& instruction) {
+    const EtDelegate& d = et_.delegates[instruction.delegate_index];
+    op_name_ = absl::StrCat("delegate call to backend \"", d.backend_id, "\"");
+    if (d.backend_id.empty()) return Invalid("the delegate has no backend id");
+    const std::vector<int32_t>& list = instruction.args;
+    size_t first_result = list.size();
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!Written(list[i])) {
+        first_result = i;
+        break;
+      }
+    }
+    if (first_result == list.size()) {
+      return Unimplemented(absl::StrCat(
+          "every value it lists (", absl::StrJoin(list, ", "),
+          ") is already written before the call (an input, a constant or an earlier result), so "
+          "it has no result; a delegate that only writes its arguments in place is not "
+          "supported"));
+    }
+    NodeDef node;
+    node.name = absl::StrCat(d.backend_id, " (instruction ", instruction_, ")");
+    node.kind = NodeKind::kDelegate;
+    node.backend = d.backend_id;
+    for (const auto& spec : d.compile_specs) {
+      if (spec.first.empty()) return Invalid("a compile spec has an empty key");
+      for (const auto& earlier : node.compile_specs) {
+        if (earlier.first == spec.first) {
+          return Invalid(absl::StrCat("compile spec \"", absl::CHexEscape(spec.first),
+                                      "\" is given more than once"));
+        }
+      }
+      node.compile_specs.push_back(spec);
+    }
+    for (size_t i = 0; i < first_result; ++i) {
+      FERRY_ASSIGN_OR_RETURN(ValueId a, DelegateArgument(list[i], i));
+      node.args.push_back(a);
+    }
+    std::vector<int32_t> results(list.begin() + first_result, list.end());
+    for (size_t i = 0; i < results.size(); ++i) {
+      const int32_t v = results[i];
+      const size_t position = first_result + i;
+      if (et_.values[v].kind != EtValueKind::kTensor) {
+        return Unimplemented(absl::StrCat(
+            "value ", v, " (position ", position, " of ", list.size(),
+            ") comes after value ", list[first_result], ", the first value the call writes, so it "
+            "would be a result, but it is a ", EtValueKindName(et_.values[v].kind),
+            "; only tensor results are supported"));
+      }
+      if (Written(v)) {
+        return Unimplemented(absl::StrCat(
+            "value ", v, " (position ", position, " of ", list.size(),
+            ") is already written before the call, but it comes after value ", list[first_result],
+            ", the first value the call writes: it could be an argument or a result written in "
+            "place, so the call's results are ambiguous"));
+      }
+      if (std::find(results.begin(), results.begin() + i, v) != results.begin() + i) {
+        return Invalid(absl::StrCat("value ", v, " is listed twice among the results"));
+      }
+    }
+    for (int32_t v : results) {
+      FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(v));
+      node.results.push_back(r);
+    }
+    constants_.push_back(
+        {method_index_, 0, d.payload, {}, static_cast<int32_t>(def_.nodes.size())});
+    def_.nodes.push_back(std::move(node));
+    return absl::OkStatus();
+  }
+
+  // Whether a value holds something before the current instruction: an input, an earlier
+  // result, a constant (data in the program or a data file) or a non-tensor value (all of which
+  // ExecuTorch fixes at export).
+  bool Written(int32_t v) const {
+    if (latest_[v] >= 0) return true;
+    const EtValue& value = et_.values[v];
+    if (value.kind != EtValueKind::kTensor) return true;
+    return value.tensor.data.kind != EtDataKind::kNone;
+  }
+
+  // Argument `position` of a delegate call: a tensor, or an Int, Double, Bool or IntList passed
+  // to the backend as a scalar.
+  absl::StatusOr<ValueId> DelegateArgument(int32_t v, size_t position) {
+    const EtValue& value = et_.values[v];
+    const std::string name = absl::StrCat("value ", v);
+    switch (value.kind) {
+      case EtValueKind::kTensor:
+        return ReadTensor(v);
+      case EtValueKind::kInt:
+        return AddScalar(Scalar::Int(value.int_value), name);
+      case EtValueKind::kDouble:
+        return AddScalar(Scalar::Double(value.double_value), name);
+      case EtValueKind::kBool:
+        return AddScalar(Scalar::Bool(value.bool_value), name);
+      case EtValueKind::kIntList: {
+        FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> list, IntList(v, name));
+        return AddScalar(Scalar::IntList(std::move(list)), name);
+      }
+      default:
+        return Unimplemented(absl::StrCat("argument ", position, " is value ", v, ", a ",
+                                          EtValueKindName(value.kind),
+                                          "; delegate arguments are tensors, ints, doubles, "
+                                          "bools or int lists"));
+    }
   }
 
   // --- Values -----------------------------------------------------------------------------
@@ -828,8 +937,12 @@ absl::Status PlaceConstants(std::vector<PendingConstant>& pending, EtImport& imp
     const absl::Span<const uint8_t> bytes =
         c.folded.empty() ? c.source : absl::MakeConstSpan(c.folded);
     if (!bytes.empty()) std::memcpy(base + offsets[i], bytes.data(), bytes.size());
-    import.methods[c.method].values[c.value].data =
-        absl::MakeConstSpan(base + offsets[i], bytes.size());
+    const absl::Span<const uint8_t> placed = absl::MakeConstSpan(base + offsets[i], bytes.size());
+    if (c.payload_of_node >= 0) {
+      import.methods[c.method].nodes[c.payload_of_node].payload = placed;
+    } else {
+      import.methods[c.method].values[c.value].data = placed;
+    }
   }
   return absl::OkStatus();
 }
