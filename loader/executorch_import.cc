@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ferry/memory/status_macros.h"
+#include "loader/schema/executorch_program_generated.h"
 
 namespace ferry {
 namespace {
@@ -98,6 +99,8 @@ class MethodImporter {
         {"aten::index_put_", 4, &MethodImporter::ImportIndexPut, /*in_place=*/true},
         {"aten::copy.out", 3, &MethodImporter::ImportCopy},
         {"aten::copy_", 3, &MethodImporter::ImportCopy, /*in_place=*/true},
+        {"et_copy::_h2d_copy.out", 1, &MethodImporter::ImportExporterCopy<true>},
+        {"et_copy::_d2h_copy.out", 1, &MethodImporter::ImportExporterCopy<false>},
     };
     return kOps;
   }
@@ -133,6 +136,7 @@ class MethodImporter {
       value.meta = std::move(meta);
       latest_[v] = Add(std::move(value));
       def_.inputs.push_back(latest_[v]);
+      Annotate(v, latest_[v]);
     }
     return absl::OkStatus();
   }
@@ -265,7 +269,41 @@ class MethodImporter {
     constants_.push_back(
         {method_index_, 0, d.payload, {}, static_cast<int32_t>(def_.nodes.size())});
     def_.nodes.push_back(std::move(node));
+    def_.node_instructions.push_back(instruction_);
     return absl::OkStatus();
+  }
+
+  // et_copy::_h2d_copy.out(self, *, out) and _d2h_copy.out: the exporter's own copies between the
+  // host and a device. Ferry decides its own copies: `out` becomes `self`, and the copy is kept
+  // for the audit.
+  template <bool kToDevice>
+  absl::Status ImportExporterCopy(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(TensorMeta from, MetaOf(args[0]));
+    FERRY_ASSIGN_OR_RETURN(TensorMeta to, MetaOf(out));
+    if (from.dtype != to.dtype || from.sizes != to.sizes) {
+      return Invalid(absl::StrCat("copies value ", args[0], " (", DTypeName(from.dtype), " [",
+                                  absl::StrJoin(from.sizes, ", "), "]) into value ", out, " (",
+                                  DTypeName(to.dtype), " [", absl::StrJoin(to.sizes, ", "),
+                                  "]): a copy keeps the dtype and sizes"));
+    }
+    FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(args[0]));
+    latest_[out] = a;
+    def_.exporter_copies.push_back({instruction_, kToDevice, a, out});
+    return absl::OkStatus();
+  }
+
+  // Records the exporter's device annotation of value `v` for Ferry value `id`: ExecuTorch's
+  // device type names are those of Ferry's device type plug-ins; a type none of them has, or the
+  // host, records nothing.
+  void Annotate(int32_t v, ValueId id) {
+    const EtValue& value = et_.values[v];
+    if (value.kind != EtValueKind::kTensor || value.tensor.device_type == 0) return;
+    const char* type = et::fbs::EnumNameDeviceType(
+        static_cast<et::fbs::DeviceType>(value.tensor.device_type));
+    absl::StatusOr<Device> device =
+        ParseDevice(absl::StrCat(type, ":", static_cast<int>(value.tensor.device_index)));
+    if (!device.ok() || device->is_host()) return;
+    def_.exporter_devices.push_back({id, *device});
   }
 
   // Whether a value holds something before the current instruction: an input, an earlier
@@ -368,6 +406,7 @@ class MethodImporter {
     }
     latest_[v] = Add(std::move(value));
     constants_.push_back({method_index_, latest_[v], bytes, {}});
+    Annotate(v, latest_[v]);
     return latest_[v];
   }
 
@@ -432,6 +471,7 @@ class MethodImporter {
     }
     const ValueId id = NewIntermediate(out, std::move(meta));
     latest_[out] = id;
+    Annotate(out, id);
     return id;
   }
 
@@ -550,6 +590,7 @@ class MethodImporter {
     node.args = std::move(args);
     node.results = {result};
     def_.nodes.push_back(std::move(node));
+    def_.node_instructions.push_back(instruction_);
   }
 
   // --- Ops ----------------------------------------------------------------------------------

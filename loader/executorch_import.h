@@ -39,6 +39,12 @@
 //    all; an already-written value after the first result, which could be an argument or a
 //    result written in place; a non-tensor after the first result; a result listed twice).
 //    Results take their dtype and sizes from the program's tensors.
+//  - the exporter's own copies between the host and a device (et_copy::_h2d_copy.out,
+//    _d2h_copy.out) are dropped: their result is the value they copy, and Ferry's placement
+//    decides the copies. They are recorded in MethodDef::exporter_copies, the exporter's device
+//    annotations (ExtraTensorInfo device_type CUDA, device_index) in exporter_devices, and each
+//    node's instruction in node_instructions, for the audit (loader/exporter_audit.h,
+//    `ferry plan --audit`).
 // Importing needs no backend: planning (`ferry plan`) works on any program. Running a method
 // with a delegate needs a Backend (runtime/backend.h) registered under the backend id, e.g.
 //   rt.RegisterBackend(std::make_unique<MyXnnpackBackend>());  // name() == "XnnpackBackend"

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "ferry/loader/exporter_audit.h"
 #include "ferry/loader/program.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/status_macros.h"
@@ -107,6 +108,9 @@ constexpr OptionSpec kOptions[] = {
     {"--tokens", "N", kRun,
      "generate N tokens: prefill, then the decode method once per token (see ferry run --help)"},
     {"--dot", nullptr, kPlan, "print Graphviz DOT instead of text"},
+    {"--audit", nullptr, kPlan,
+     "list where the exporter's copies and device annotations (ExecuTorch programs) differ from "
+     "Ferry's plan"},
     {"--json", nullptr, kRun | kBench,
      "print JSON instead of text (run: every output with all its values)"},
 };
@@ -706,6 +710,8 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
       }
     } else if (arg == "--dot") {
       options->dot = true;
+    } else if (arg == "--audit") {
+      options->audit = true;
     } else if (arg == "--json") {
       options->json = true;
     } else if (arg == "--input") {
@@ -843,6 +849,19 @@ void PrintPlannedOnly(const std::vector<std::string>& missing, std::FILE* out) {
   }
 }
 
+// `ferry plan --audit`: one line per difference between the exporter's placement and Ferry's.
+void PrintAudit(const Options& options, const Runtime& rt, const Method& method,
+                std::FILE* out) {
+  const std::vector<AuditFinding> findings =
+      AuditExporterPlacement(method.def(), method.plan().placement,
+                             options.load.device_map.value_or(rt.default_device_map()));
+  absl::FPrintF(out, "audit: %d difference%s between the exporter's placement and Ferry's\n",
+                findings.size(), findings.size() == 1 ? "" : "s");
+  for (const AuditFinding& f : findings) {
+    absl::FPrintF(out, "  %s: %s\n", AuditFindingKindName(f.kind), f.message);
+  }
+}
+
 // `ferry plan` of a program with several methods and no --method: every method, loaded together
 // (Runtime::LoadProgram), then what they share, once; with --dot, one graph of them side by side.
 int PlanAllMethods(const Options& options, const Runtime& rt, const Program& program,
@@ -863,6 +882,7 @@ int PlanAllMethods(const Options& options, const Runtime& rt, const Program& pro
   }
   for (size_t i = 0; i < methods.size(); ++i) {
     absl::FPrintF(out, "== method \"%s\" ==\n%s\n", names[i], FormatPlanText(*methods[i]));
+    if (options.audit) PrintAudit(options, rt, *methods[i], out);
   }
   absl::FPrintF(out, "== program: %d methods loaded together ==\n", names.size());
   absl::FPrintF(out, "constant replicas, made once and shared by the methods: %s\n",
@@ -914,6 +934,7 @@ int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
     std::string text = options.dot ? FormatPlanDot(**method) : FormatPlanText(**method);
     std::fputs(text.c_str(), out);
     if (!options.dot) PrintPlannedOnly(planned_only, out);
+    if (options.audit && !options.dot) PrintAudit(options, rt, **method, out);
     return 0;
   }
   return Run(options, rt, **method, out, err);
