@@ -9,21 +9,25 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ferry/memory/status_macros.h"
+#include "loader/schema/executorch_program_generated.h"
 
 namespace ferry {
 namespace {
 
 constexpr size_t kConstantAlignment = 64;
 
-// A constant's bytes, to be copied into the import's aligned storage once every method is done.
+// A constant's bytes (or a delegate's payload), to be copied into the import's aligned storage
+// once every method is done.
 struct PendingConstant {
   size_t method = 0;
   ValueId value = 0;
   absl::Span<const uint8_t> source;  // in the file; empty when `folded` holds the bytes
   std::vector<uint8_t> folded;       // computed here (a cast)
+  int32_t payload_of_node = -1;      // a delegate payload: the node's index, and `value` unused
 };
 
 bool IsIdentity(absl::Span<const uint8_t> dim_order) {
@@ -95,6 +99,8 @@ class MethodImporter {
         {"aten::index_put_", 4, &MethodImporter::ImportIndexPut, /*in_place=*/true},
         {"aten::copy.out", 3, &MethodImporter::ImportCopy},
         {"aten::copy_", 3, &MethodImporter::ImportCopy, /*in_place=*/true},
+        {"et_copy::_h2d_copy.out", 1, &MethodImporter::ImportExporterCopy<true>},
+        {"et_copy::_d2h_copy.out", 1, &MethodImporter::ImportExporterCopy<false>},
     };
     return kOps;
   }
@@ -130,6 +136,7 @@ class MethodImporter {
       value.meta = std::move(meta);
       latest_[v] = Add(std::move(value));
       def_.inputs.push_back(latest_[v]);
+      Annotate(v, latest_[v]);
     }
     return absl::OkStatus();
   }
@@ -155,11 +162,8 @@ class MethodImporter {
         break;
       case EtInstructionKind::kFree:
         return absl::OkStatus();  // memory bookkeeping; Ferry plans its own
-      case EtInstructionKind::kDelegateCall: {
-        const EtDelegate& d = et_.delegates[instruction.delegate_index];
-        return Unimplemented(absl::StrCat("a delegate call to backend \"", d.backend_id,
-                                          "\"; ExecuTorch delegates are not supported yet"));
-      }
+      case EtInstructionKind::kDelegateCall:
+        return ImportDelegateCall(instruction);
       default:
         return Unimplemented(absl::StrCat("a ", EtInstructionKindName(instruction.kind),
                                           " instruction; only kernel calls are supported"));
@@ -193,6 +197,149 @@ class MethodImporter {
                                   EtValueKindName(et_.values[out].kind), ", not a tensor"));
     }
     return (this->*mapping->import)(absl::MakeConstSpan(args).first(mapping->num_args), out);
+  }
+
+  // A delegate call becomes one delegate node named by its backend id. ExecuTorch lists the
+  // call's arguments and results in one list; the results are the values nothing has written
+  // before the call (not an input, a constant or an earlier result), and they must all come after
+  // the arguments, be tensors and appear once.
+  absl::Status ImportDelegateCall(const EtInstruction& instruction) {
+    const EtDelegate& d = et_.delegates[instruction.delegate_index];
+    op_name_ = absl::StrCat("delegate call to backend \"", d.backend_id, "\"");
+    if (d.backend_id.empty()) return Invalid("the delegate has no backend id");
+    const std::vector<int32_t>& list = instruction.args;
+    size_t first_result = list.size();
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!Written(list[i])) {
+        first_result = i;
+        break;
+      }
+    }
+    if (first_result == list.size()) {
+      return Unimplemented(absl::StrCat(
+          "every value it lists (", absl::StrJoin(list, ", "),
+          ") is already written before the call (an input, a constant or an earlier result), so "
+          "it has no result; a delegate that only writes its arguments in place is not "
+          "supported"));
+    }
+    NodeDef node;
+    node.name = absl::StrCat(d.backend_id, " (instruction ", instruction_, ")");
+    node.kind = NodeKind::kDelegate;
+    node.backend = d.backend_id;
+    for (const auto& spec : d.compile_specs) {
+      if (spec.first.empty()) return Invalid("a compile spec has an empty key");
+      for (const auto& earlier : node.compile_specs) {
+        if (earlier.first == spec.first) {
+          return Invalid(absl::StrCat("compile spec \"", absl::CHexEscape(spec.first),
+                                      "\" is given more than once"));
+        }
+      }
+      node.compile_specs.push_back(spec);
+    }
+    for (size_t i = 0; i < first_result; ++i) {
+      FERRY_ASSIGN_OR_RETURN(ValueId a, DelegateArgument(list[i], i));
+      node.args.push_back(a);
+    }
+    std::vector<int32_t> results(list.begin() + first_result, list.end());
+    for (size_t i = 0; i < results.size(); ++i) {
+      const int32_t v = results[i];
+      const size_t position = first_result + i;
+      if (et_.values[v].kind != EtValueKind::kTensor) {
+        return Unimplemented(absl::StrCat(
+            "value ", v, " (position ", position, " of ", list.size(),
+            ") comes after value ", list[first_result], ", the first value the call writes, so it "
+            "would be a result, but it is a ", EtValueKindName(et_.values[v].kind),
+            "; only tensor results are supported"));
+      }
+      if (Written(v)) {
+        return Unimplemented(absl::StrCat(
+            "value ", v, " (position ", position, " of ", list.size(),
+            ") is already written before the call, but it comes after value ", list[first_result],
+            ", the first value the call writes: it could be an argument or a result written in "
+            "place, so the call's results are ambiguous"));
+      }
+      if (std::find(results.begin(), results.begin() + i, v) != results.begin() + i) {
+        return Invalid(absl::StrCat("value ", v, " is listed twice among the results"));
+      }
+    }
+    for (int32_t v : results) {
+      FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(v));
+      node.results.push_back(r);
+    }
+    constants_.push_back(
+        {method_index_, 0, d.payload, {}, static_cast<int32_t>(def_.nodes.size())});
+    def_.nodes.push_back(std::move(node));
+    def_.node_instructions.push_back(instruction_);
+    return absl::OkStatus();
+  }
+
+  // et_copy::_h2d_copy.out(self, *, out) and _d2h_copy.out: the exporter's own copies between the
+  // host and a device. Ferry decides its own copies: `out` becomes `self`, and the copy is kept
+  // for the audit.
+  template <bool kToDevice>
+  absl::Status ImportExporterCopy(absl::Span<const int32_t> args, int32_t out) {
+    FERRY_ASSIGN_OR_RETURN(TensorMeta from, MetaOf(args[0]));
+    FERRY_ASSIGN_OR_RETURN(TensorMeta to, MetaOf(out));
+    if (from.dtype != to.dtype || from.sizes != to.sizes) {
+      return Invalid(absl::StrCat("copies value ", args[0], " (", DTypeName(from.dtype), " [",
+                                  absl::StrJoin(from.sizes, ", "), "]) into value ", out, " (",
+                                  DTypeName(to.dtype), " [", absl::StrJoin(to.sizes, ", "),
+                                  "]): a copy keeps the dtype and sizes"));
+    }
+    FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(args[0]));
+    latest_[out] = a;
+    def_.exporter_copies.push_back({instruction_, kToDevice, a, out});
+    return absl::OkStatus();
+  }
+
+  // Records the exporter's device annotation of value `v` for Ferry value `id`: ExecuTorch's
+  // device type names are those of Ferry's device type plug-ins; a type none of them has, or the
+  // host, records nothing.
+  void Annotate(int32_t v, ValueId id) {
+    const EtValue& value = et_.values[v];
+    if (value.kind != EtValueKind::kTensor || value.tensor.device_type == 0) return;
+    const char* type = et::fbs::EnumNameDeviceType(
+        static_cast<et::fbs::DeviceType>(value.tensor.device_type));
+    absl::StatusOr<Device> device =
+        ParseDevice(absl::StrCat(type, ":", static_cast<int>(value.tensor.device_index)));
+    if (!device.ok() || device->is_host()) return;
+    def_.exporter_devices.push_back({id, *device});
+  }
+
+  // Whether a value holds something before the current instruction: an input, an earlier
+  // result, a constant (data in the program or a data file) or a non-tensor value (all of which
+  // ExecuTorch fixes at export).
+  bool Written(int32_t v) const {
+    if (latest_[v] >= 0) return true;
+    const EtValue& value = et_.values[v];
+    if (value.kind != EtValueKind::kTensor) return true;
+    return value.tensor.data.kind != EtDataKind::kNone;
+  }
+
+  // Argument `position` of a delegate call: a tensor, or an Int, Double, Bool or IntList passed
+  // to the backend as a scalar.
+  absl::StatusOr<ValueId> DelegateArgument(int32_t v, size_t position) {
+    const EtValue& value = et_.values[v];
+    const std::string name = absl::StrCat("value ", v);
+    switch (value.kind) {
+      case EtValueKind::kTensor:
+        return ReadTensor(v);
+      case EtValueKind::kInt:
+        return AddScalar(Scalar::Int(value.int_value), name);
+      case EtValueKind::kDouble:
+        return AddScalar(Scalar::Double(value.double_value), name);
+      case EtValueKind::kBool:
+        return AddScalar(Scalar::Bool(value.bool_value), name);
+      case EtValueKind::kIntList: {
+        FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> list, IntList(v, name));
+        return AddScalar(Scalar::IntList(std::move(list)), name);
+      }
+      default:
+        return Unimplemented(absl::StrCat("argument ", position, " is value ", v, ", a ",
+                                          EtValueKindName(value.kind),
+                                          "; delegate arguments are tensors, ints, doubles, "
+                                          "bools or int lists"));
+    }
   }
 
   // --- Values -----------------------------------------------------------------------------
@@ -259,6 +406,7 @@ class MethodImporter {
     }
     latest_[v] = Add(std::move(value));
     constants_.push_back({method_index_, latest_[v], bytes, {}});
+    Annotate(v, latest_[v]);
     return latest_[v];
   }
 
@@ -323,6 +471,7 @@ class MethodImporter {
     }
     const ValueId id = NewIntermediate(out, std::move(meta));
     latest_[out] = id;
+    Annotate(out, id);
     return id;
   }
 
@@ -441,6 +590,7 @@ class MethodImporter {
     node.args = std::move(args);
     node.results = {result};
     def_.nodes.push_back(std::move(node));
+    def_.node_instructions.push_back(instruction_);
   }
 
   // --- Ops ----------------------------------------------------------------------------------
@@ -828,8 +978,12 @@ absl::Status PlaceConstants(std::vector<PendingConstant>& pending, EtImport& imp
     const absl::Span<const uint8_t> bytes =
         c.folded.empty() ? c.source : absl::MakeConstSpan(c.folded);
     if (!bytes.empty()) std::memcpy(base + offsets[i], bytes.data(), bytes.size());
-    import.methods[c.method].values[c.value].data =
-        absl::MakeConstSpan(base + offsets[i], bytes.size());
+    const absl::Span<const uint8_t> placed = absl::MakeConstSpan(base + offsets[i], bytes.size());
+    if (c.payload_of_node >= 0) {
+      import.methods[c.method].nodes[c.payload_of_node].payload = placed;
+    } else {
+      import.methods[c.method].values[c.value].data = placed;
+    }
   }
   return absl::OkStatus();
 }

@@ -27,18 +27,43 @@
 //    bytes are copied, so the data file's bytes need not outlive the import;
 //  - a cast between float32 and int64 of a constant (`_to_dim_order_copy` to another dtype) is
 //    done here, once, into a new constant; every other cast becomes a to_dtype node.
+//  - a delegate call becomes one delegate node (NodeKind::kDelegate) named
+//    "<backend id> (instruction N)", whose backend is the ExecuTorch backend id (e.g.
+//    "XnnpackBackend"), with the delegate's compile specs as given and a copy of its payload
+//    (inline or from a segment). A "target_device" compile spec ("cuda:0", "cpu" for the host)
+//    places the call exactly as in Ferry's own programs; without one it runs on the host. The
+//    call lists its arguments and results in one list: its results are the values nothing has
+//    written before it (not an input, a constant or an earlier result), its arguments the others
+//    (tensors, and Int, Double, Bool and IntList values passed as scalars). The results must all
+//    follow the arguments, be tensors and appear once; anything else is refused (no result at
+//    all; an already-written value after the first result, which could be an argument or a
+//    result written in place; a non-tensor after the first result; a result listed twice).
+//    Results take their dtype and sizes from the program's tensors.
+//  - the exporter's own copies between the host and a device (et_copy::_h2d_copy.out,
+//    _d2h_copy.out) are dropped: their result is the value they copy, and Ferry's placement
+//    decides the copies. They are recorded in MethodDef::exporter_copies, the exporter's device
+//    annotations (ExtraTensorInfo device_type CUDA, device_index) in exporter_devices, and each
+//    node's instruction in node_instructions, for the audit (loader/exporter_audit.h,
+//    `ferry plan --audit`).
+// Importing needs no backend: planning (`ferry plan`) works on any program. Running a method
+// with a delegate needs a Backend (runtime/backend.h) registered under the backend id, e.g.
+//   rt.RegisterBackend(std::make_unique<MyXnnpackBackend>());  // name() == "XnnpackBackend"
+// before Runtime::LoadMethod, which otherwise fails with NotFound naming the backend, the method
+// and the instruction. docs/executorch_delegates.md shows a backend that runs Ferry's graph
+// payloads under an ExecuTorch-style id.
 // ExecuTorch's memory plan (memory_id, offsets) is read and shown (EtExporterArenas), not used:
 // Ferry plans its own arenas.
 //
-// Errors: Unimplemented naming the method and instruction for an op, backend, dtype, dynamic
-// shape or scalar value Ferry does not support (a delegate call, `etnp::lstm.out`, alpha != 1,
-// _softmax with half_to_float, a mean to another dtype than float32, index_put with accumulate);
+// Errors: Unimplemented naming the method and instruction for an op, dtype, dynamic shape or
+// scalar value Ferry does not support (`etnp::lstm.out`, a delegate call whose results are
+// ambiguous, alpha != 1, _softmax with half_to_float, a mean to another dtype than float32,
+// index_put with accumulate);
 // for an external tensor, FailedPrecondition when no data file is given, NotFound when the
 // data file has no entry of its name, InvalidArgument when the entry's dtype, sizes or byte size
 // differ from the program's tensor; InvalidArgument for a call whose arguments do not fit its
 // op's schema or that reads a value nothing has written.
-// Ownership: the MethodDefs' constant spans point into `constant_data` (moving an EtImport keeps
-// them valid); nothing points into the EtProgram or its file.
+// Ownership: the MethodDefs' constant and payload spans point into `constant_data` (moving an
+// EtImport keeps them valid); nothing points into the EtProgram or its file.
 // Thread safety: a pure function. Allocates the MethodDefs and a copy of the constants.
 #ifndef FERRY_LOADER_EXECUTORCH_IMPORT_H_
 #define FERRY_LOADER_EXECUTORCH_IMPORT_H_
@@ -61,7 +86,8 @@ struct EtImport {
     void operator()(uint8_t* p) const { std::free(p); }
   };
   std::vector<MethodDef> methods;  // in the program's order
-  // The constants of every method, each at a multiple of 64 bytes; null when there are none.
+  // The constants and delegate payloads of every method, each at a multiple of 64 bytes; null
+  // when there are none.
   std::unique_ptr<uint8_t, FreeDeleter> constant_data;
   size_t constant_bytes = 0;
 };

@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ferry/kernels/tensor.h"
+#include "ferry/memory/device.h"
 
 namespace ferry {
 
@@ -90,6 +91,23 @@ struct ExporterArena {
   int tensors = 0;             // tensors placed in it
 };
 
+// A copy an exporter put in the program (ExecuTorch's et_copy::_h2d_copy.out and _d2h_copy.out),
+// dropped at import: Ferry decides its own copies, and the copy's result is the value it copies.
+// Kept for the audit (loader/exporter_audit.h).
+struct ExporterCopy {
+  int32_t instruction = -1;  // the exporter's instruction
+  bool to_device = true;     // _h2d_copy; false: _d2h_copy
+  ValueId value = -1;        // the value copied (and, for Ferry, the copy's result)
+  int32_t exporter_value = -1;  // the exporter's value the copy writes
+};
+
+// A tensor the exporter annotated with a device (ExecuTorch's ExtraTensorInfo device_type and
+// device_index), as it declared it (before any device map).
+struct ExporterDevice {
+  ValueId value = -1;
+  Device device;
+};
+
 struct MethodDef {
   std::string name;
   std::vector<ValueDef> values;
@@ -102,6 +120,11 @@ struct MethodDef {
   const ProgramMapping* mapping = nullptr;
   // The exporter's memory plan, by memory_id; empty for Ferry's own programs.
   std::vector<ExporterArena> exporter_arenas;
+  // Imported programs: per node, the exporter's instruction it comes from; the exporter's copies
+  // and device annotations. Empty for Ferry's own programs.
+  std::vector<int32_t> node_instructions;
+  std::vector<ExporterCopy> exporter_copies;
+  std::vector<ExporterDevice> exporter_devices;
 };
 
 }  // namespace ferry

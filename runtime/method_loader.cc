@@ -272,8 +272,10 @@ absl::Status MethodLoader::ResolveOps() {
     } else {
       const Backend* backend = rt_.FindBackend(node.backend);
       if (backend == nullptr) {
-        return absl::NotFoundError(absl::StrCat(NodeContext(n), ": no backend named \"",
-                                                node.backend, "\" is registered"));
+        return absl::NotFoundError(absl::StrCat(
+            NodeContext(n), ": no backend named \"", node.backend,
+            "\" is registered; register one under that name with Runtime::RegisterBackend "
+            "before loading"));
       }
       backends_[n] = backend;
       for (ValueId r : node.results) natural_[r] = m_.values[r].meta.ToRef();

@@ -15,9 +15,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "ferry/loader/exporter_audit.h"
 #include "ferry/loader/program.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/status_macros.h"
+#include "ferry/runtime/backend.h"
 #include "ferry/runtime/cli/internal.h"
 #include "ferry/runtime/plan_printer.h"
 
@@ -109,6 +111,9 @@ constexpr OptionSpec kOptions[] = {
     {"--tokens", "N", kRun,
      "generate N tokens: prefill, then the decode method once per token (see ferry run --help)"},
     {"--dot", nullptr, kPlan, "print Graphviz DOT instead of text"},
+    {"--audit", nullptr, kPlan,
+     "list where the exporter's copies and device annotations (ExecuTorch programs) differ from "
+     "Ferry's plan"},
     {"--json", nullptr, kRun | kBench,
      "print JSON instead of text (run: every output with all its values)"},
 };
@@ -708,6 +713,8 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
       }
     } else if (arg == "--dot") {
       options->dot = true;
+    } else if (arg == "--audit") {
+      options->audit = true;
     } else if (arg == "--json") {
       options->json = true;
     } else if (arg == "--input") {
@@ -777,6 +784,87 @@ std::string DeviceBytes(const std::vector<std::pair<Device, size_t>>& per_device
 
 namespace {
 
+// `ferry plan` stands in for a backend the program names but nobody registered: planning needs
+// only what the program declares (the delegate's device, its arguments and results), not the
+// payload. Its instances report the declared signature and refuse to execute.
+class PlanOnlyBackend : public Backend {
+ public:
+  explicit PlanOnlyBackend(std::string name) : name_(std::move(name)) {}
+  absl::string_view name() const override { return name_; }
+  bool SupportsDevice(DeviceType) const override { return true; }
+  absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
+    DelegateSignature signature;
+    for (const TensorRef& arg : init.args) {
+      if (arg.rank < 0) continue;  // a scalar argument
+      signature.tensor_args.push_back(Spec(arg));
+    }
+    for (const TensorRef& result : init.results) signature.results.push_back(Spec(result));
+    return std::unique_ptr<DelegateInstance>(
+        new Instance(std::move(signature), std::string(init.node_name), name_));
+  }
+
+ private:
+  static TensorSpec Spec(const TensorRef& t) {
+    return TensorSpec{t.dtype, std::vector<int64_t>(t.sizes.begin(), t.sizes.begin() + t.rank)};
+  }
+  class Instance : public DelegateInstance {
+   public:
+    Instance(DelegateSignature signature, std::string node, std::string backend)
+        : signature_(std::move(signature)), node_(std::move(node)), backend_(std::move(backend)) {}
+    DelegateSignature signature() const override { return signature_; }
+    absl::Status Execute(absl::Span<TensorRef* const>, absl::Span<TensorRef* const>,
+                         void*) override {
+      return absl::FailedPreconditionError(absl::StrCat(
+          node_, ": backend \"", backend_, "\" is not registered; it was planned only"));
+    }
+
+   private:
+    DelegateSignature signature_;
+    std::string node_;
+    std::string backend_;
+  };
+  std::string name_;
+};
+
+// Registers a PlanOnlyBackend for every backend that a method of `program` names and `rt` lacks;
+// returns their names.
+std::vector<std::string> StandInForMissingBackends(const Program& program, Runtime& rt) {
+  std::vector<std::string> missing;
+  for (const std::string& name : program.method_names()) {
+    absl::StatusOr<const MethodDef*> method = program.method(name);
+    if (!method.ok()) continue;
+    for (const NodeDef& node : (*method)->nodes) {
+      if (node.kind != NodeKind::kDelegate || rt.FindBackend(node.backend) != nullptr) continue;
+      if (rt.RegisterBackend(std::make_unique<PlanOnlyBackend>(node.backend)).ok()) {
+        missing.push_back(node.backend);
+      }
+    }
+  }
+  return missing;
+}
+
+void PrintPlannedOnly(const std::vector<std::string>& missing, std::FILE* out) {
+  for (const std::string& backend : missing) {
+    absl::FPrintF(out,
+                  "note: backend \"%s\" is not registered: planned from what the program "
+                  "declares; running the method needs it registered (Runtime::RegisterBackend)\n",
+                  backend);
+  }
+}
+
+// `ferry plan --audit`: one line per difference between the exporter's placement and Ferry's.
+void PrintAudit(const Options& options, const Runtime& rt, const Method& method,
+                std::FILE* out) {
+  const std::vector<AuditFinding> findings =
+      AuditExporterPlacement(method.def(), method.plan().placement,
+                             options.load.device_map.value_or(rt.default_device_map()));
+  absl::FPrintF(out, "audit: %d difference%s between the exporter's placement and Ferry's\n",
+                findings.size(), findings.size() == 1 ? "" : "s");
+  for (const AuditFinding& f : findings) {
+    absl::FPrintF(out, "  %s: %s\n", AuditFindingKindName(f.kind), f.message);
+  }
+}
+
 // `ferry plan` of a program with several methods and no --method: every method, loaded together
 // (Runtime::LoadProgram), then what they share, once; with --dot, one graph of them side by side.
 int PlanAllMethods(const Options& options, const Runtime& rt, const Program& program,
@@ -797,6 +885,7 @@ int PlanAllMethods(const Options& options, const Runtime& rt, const Program& pro
   }
   for (size_t i = 0; i < methods.size(); ++i) {
     absl::FPrintF(out, "== method \"%s\" ==\n%s\n", names[i], FormatPlanText(*methods[i]));
+    if (options.audit) PrintAudit(options, rt, *methods[i], out);
   }
   absl::FPrintF(out, "== program: %d methods loaded together ==\n", names.size());
   absl::FPrintF(out, "constant replicas, made once and shared by the methods: %s\n",
@@ -824,9 +913,13 @@ int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
   absl::StatusOr<std::unique_ptr<Program>> program = Program::Load(options.program, program_options);
   const double verify_us = MicrosSince(verify_start);
   if (!program.ok()) return Fail(err, program.status());
+  std::vector<std::string> planned_only;
+  if (options.command == "plan") planned_only = StandInForMissingBackends(**program, rt);
   if (options.command == "plan" && !options.method_given &&
       (*program)->method_names().size() > 1) {
-    return PlanAllMethods(options, rt, **program, out, err);
+    const int code = PlanAllMethods(options, rt, **program, out, err);
+    if (code == kExitOk && !options.dot) PrintPlannedOnly(planned_only, out);
+    return code;
   }
   if (options.tokens > 0) return RunTokens(options, rt, **program, out, err);
   if (options.command == "bench") {
@@ -843,6 +936,8 @@ int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
   if (options.command == "plan") {
     std::string text = options.dot ? FormatPlanDot(**method) : FormatPlanText(**method);
     std::fputs(text.c_str(), out);
+    if (!options.dot) PrintPlannedOnly(planned_only, out);
+    if (options.audit && !options.dot) PrintAudit(options, rt, **method, out);
     return 0;
   }
   return Run(options, rt, **method, out, err);

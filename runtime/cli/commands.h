@@ -37,6 +37,7 @@ struct Options {
   int calls = -1;  // -1: the command's default
   int warmup = 10;
   bool dot = false;
+  bool audit = false;  // plan --audit: where the exporter's placement differs from Ferry's
   bool json = false;
   std::map<std::string, std::vector<double>> inputs;  // given input values by name
   // `run --tokens N`: N tokens of greedy generation with the program's "prefill" method and the

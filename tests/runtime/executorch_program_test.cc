@@ -157,10 +157,6 @@ TEST(ExecuTorchProgramTest, UnsupportedProgramsAreRefusedNamingWhy) {
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("instruction 0 (cortex_m::quantize_per_tensor.out): op "
                                  "\"cortex_m::quantize_per_tensor.out\" is not supported")));
-  EXPECT_THAT(Program::Load(PtePath("corey-cole__tests_models_add.pte")),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("method \"forward\", instruction 0: a delegate call to backend "
-                                 "\"XnnpackBackend\"")));
   // External weights without their data file.
   EXPECT_THAT(Program::Load(PtePath("executorch__extension_module_test_resources_linear.pte")),
               StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -416,6 +412,49 @@ cli::Options LinearCli(const std::string& command) {
   o.calls = 1;
   o.warmup = 0;
   return o;
+}
+
+// add.pte's only instruction is a call to an XNNPACK delegate listing values 0, 1, 2: the two
+// method inputs, then the value nothing wrote before (the method's output), its result. Ferry
+// plans it on the host (no target_device) without the payload, and refuses to load it for
+// running while no backend is registered under "XnnpackBackend".
+TEST(ExecuTorchProgramTest, XnnpackDelegateIsPlannedAndRefusedWithoutItsBackend) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::string path = PtePath("corey-cole__tests_models_add.pte");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::Load(path));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* m, program->method("forward"));
+  ASSERT_EQ(m->nodes.size(), 1u);
+  const NodeDef& node = m->nodes[0];
+  EXPECT_EQ(node.kind, NodeKind::kDelegate);
+  EXPECT_EQ(node.backend, "XnnpackBackend");
+  EXPECT_FALSE(node.CompileSpec(kTargetDeviceSpec).has_value());
+  EXPECT_THAT(node.args, ElementsAre(m->inputs[0], m->inputs[1]));
+  EXPECT_THAT(node.results, ElementsAre(m->outputs[0]));
+  EXPECT_FALSE(node.payload.empty());
+  const std::string refusal =
+      "method \"forward\", node 0 (XnnpackBackend (instruction 0)): no backend named "
+      "\"XnnpackBackend\" is registered";
+  Runtime rt;
+  EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr(refusal)));
+
+  cli::Options o;
+  o.program = path;
+  o.calls = 1;
+  o.warmup = 0;
+  o.command = "plan";
+  CliResult plan = RunCli(o);
+  EXPECT_EQ(plan.code, cli::kExitOk) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr("delegate:XnnpackBackend"));
+  EXPECT_THAT(plan.out, HasSubstr("note: backend \"XnnpackBackend\" is not registered"));
+  // The delegate's line says where it runs: the host.
+  const size_t line = plan.out.find("delegate:XnnpackBackend");
+  ASSERT_NE(line, std::string::npos);
+  EXPECT_THAT(plan.out.substr(line, plan.out.find('\n', line) - line), HasSubstr("on host"));
+  o.command = "run";
+  CliResult run = RunCli(o);
+  EXPECT_EQ(run.code, cli::kExitError);
+  EXPECT_THAT(run.err, HasSubstr(refusal));
 }
 
 // The numbers of the JSON array that follows `"key": [` at or after `from`; `from` moves past it.

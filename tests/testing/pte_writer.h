@@ -7,10 +7,12 @@
 //   auto program = Program::FromBytes(bytes);
 //
 // What is written: per method its values (None, Int, Bool, Double, String, Tensor, IntList,
-// DoubleList, BoolList, TensorList, OptionalTensorList), inputs, outputs, operators and one chain
-// of its instructions (kernel calls, frees, moves); tensors with data (any EtDataKind other than
-// kNone) have their bytes in the legacy inline constant buffer. No extended header, segments,
-// delegates or memory plan. Nothing is checked: a test may write a program the reader refuses.
+// DoubleList, BoolList, TensorList, OptionalTensorList), inputs, outputs, operators, delegates
+// (backend id, compile specs, the payload inline in Program.backend_delegate_data) and one chain
+// of its instructions (kernel calls, delegate calls, frees, moves); tensors with data (any
+// EtDataKind other than kNone) have their bytes in the legacy inline constant buffer; a tensor
+// with a device_type other than 0 carries an ExtraTensorInfo with its device. No extended header,
+// segments or memory plan. Nothing is checked: a test may write a program the reader refuses.
 #ifndef FERRY_TESTS_TESTING_PTE_WRITER_H_
 #define FERRY_TESTS_TESTING_PTE_WRITER_H_
 
@@ -30,6 +32,7 @@ inline std::vector<uint8_t> WritePte(const EtProgram& program) {
   std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
   const std::vector<uint8_t> reserved;
   buffers.push_back(fb::CreateBufferDirect(fbb, &reserved));
+  std::vector<flatbuffers::Offset<fb::BackendDelegateInlineData>> delegate_data;
   std::vector<flatbuffers::Offset<fb::ExecutionPlan>> plans;
   for (const EtMethod& m : program.methods) {
     std::vector<flatbuffers::Offset<fb::EValue>> values;
@@ -70,9 +73,16 @@ inline std::vector<uint8_t> WritePte(const EtProgram& program) {
             index = static_cast<uint32_t>(buffers.size());
             buffers.push_back(fb::CreateBufferDirect(fbb, &bytes));
           }
+          flatbuffers::Offset<fb::ExtraTensorInfo> extra = 0;
+          if (t.device_type != 0) {
+            extra = fb::CreateExtraTensorInfoDirect(
+                fbb, 0, nullptr, fb::TensorDataLocation::CONSTANT_SEGMENT,
+                static_cast<fb::DeviceType>(t.device_type), t.device_index);
+          }
           type = fb::KernelTypes::Tensor;
           val = fb::CreateTensorDirect(fbb, static_cast<fb::ScalarType>(t.scalar_type), 0, &sizes,
-                                       &order, t.requires_grad, index)
+                                       &order, t.requires_grad, index, 0, 0,
+                                       fb::TensorShapeDynamism::STATIC, extra)
                     .Union();
           break;
         }
@@ -120,8 +130,13 @@ inline std::vector<uint8_t> WritePte(const EtProgram& program) {
               fbb, fb::InstructionArguments::MoveCall,
               fb::CreateMoveCall(fbb, i.move_from, i.move_to).Union()));
           break;
+        case EtInstructionKind::kDelegateCall:
+          instructions.push_back(fb::CreateInstruction(
+              fbb, fb::InstructionArguments::DelegateCall,
+              fb::CreateDelegateCallDirect(fbb, i.delegate_index, &i.args).Union()));
+          break;
         default:
-          break;  // delegates and jumps are not written
+          break;  // jumps are not written
       }
     }
     std::vector<flatbuffers::Offset<fb::Chain>> chains = {
@@ -130,12 +145,28 @@ inline std::vector<uint8_t> WritePte(const EtProgram& program) {
     for (const EtOperator& op : m.operators) {
       operators.push_back(fb::CreateOperatorDirect(fbb, op.name.c_str(), op.overload.c_str()));
     }
+    std::vector<flatbuffers::Offset<fb::BackendDelegate>> delegates;
+    for (const EtDelegate& d : m.delegates) {
+      const std::vector<uint8_t> payload(d.payload.begin(), d.payload.end());
+      const uint32_t index = static_cast<uint32_t>(delegate_data.size());
+      delegate_data.push_back(fb::CreateBackendDelegateInlineDataDirect(fbb, &payload));
+      std::vector<flatbuffers::Offset<fb::CompileSpec>> specs;
+      for (const auto& [key, value] : d.compile_specs) {
+        const std::vector<uint8_t> bytes(value.begin(), value.end());
+        specs.push_back(fb::CreateCompileSpecDirect(fbb, key.c_str(), &bytes));
+      }
+      delegates.push_back(fb::CreateBackendDelegateDirect(
+          fbb, d.backend_id.c_str(),
+          fb::CreateBackendDelegateDataReference(fbb, fb::DataLocation::INLINE, index), &specs));
+    }
     const std::vector<int64_t> arenas = {0};
     plans.push_back(fb::CreateExecutionPlanDirect(fbb, m.name.c_str(), 0, &values, &m.inputs,
-                                                  &m.outputs, &chains, &operators, nullptr,
+                                                  &m.outputs, &chains, &operators, &delegates,
                                                   &arenas));
   }
-  fb::FinishProgramBuffer(fbb, fb::CreateProgramDirect(fbb, 0, &plans, &buffers));
+  fb::FinishProgramBuffer(
+      fbb, fb::CreateProgramDirect(fbb, 0, &plans, &buffers,
+                                   delegate_data.empty() ? nullptr : &delegate_data));
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
 

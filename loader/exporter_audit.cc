@@ -1,0 +1,206 @@
+#include "ferry/loader/exporter_audit.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace ferry {
+
+const char* AuditFindingKindName(AuditFinding::Kind kind) {
+  switch (kind) {
+    case AuditFinding::Kind::kUnneededCopy:
+      return "unneeded copy";
+    case AuditFinding::Kind::kCopyAroundHostDelegate:
+      return "copy around a cpu delegate";
+    case AuditFinding::Kind::kMissingCopy:
+      return "missing copy";
+    case AuditFinding::Kind::kHostConstantToDevice:
+      return "host constant to a device delegate";
+    case AuditFinding::Kind::kMissingResultCopy:
+      return "missing result copy";
+    case AuditFinding::Kind::kDeviceMismatch:
+      return "device mismatch";
+  }
+  return "unknown";
+}
+
+namespace {
+
+class Auditor {
+ public:
+  Auditor(const MethodDef& m, const PlacementPlan& plan,
+          const absl::flat_hash_map<Device, Device>& device_map)
+      : m_(m), plan_(plan), device_map_(device_map) {}
+
+  std::vector<AuditFinding> Run() {
+    ExporterCopies();
+    FerryCopies();
+    Annotations();
+    return std::move(findings_);
+  }
+
+ private:
+  static bool IsCrossing(const CopyStep& c) {
+    return c.direction == CopyDirection::kHostToDevice ||
+           c.direction == CopyDirection::kDeviceToHost;
+  }
+  static bool Matches(const CopyStep& c, const ExporterCopy& e) {
+    return c.value == e.value && (c.direction == CopyDirection::kHostToDevice) == e.to_device &&
+           IsCrossing(c);
+  }
+
+  int32_t InstructionOf(int32_t node) const {
+    if (node < 0 || static_cast<size_t>(node) >= m_.node_instructions.size()) return -1;
+    return m_.node_instructions[node];
+  }
+  std::string Method() const { return absl::StrCat("method \"", m_.name, "\""); }
+  std::string Value(ValueId v) const { return absl::StrCat("value \"", m_.values[v].name, "\""); }
+  std::string Node(int32_t n) const {
+    return absl::StrCat("node ", n, " (", m_.nodes[n].name, ") on ",
+                        plan_.nodes[n].device.ToString());
+  }
+  // The device the plan uses for a device the program declared (the device map's result).
+  Device Used(const Device& declared) const {
+    for (const auto& [from, to] : plan_.mapped_devices) {
+      if (from == declared) return to;
+    }
+    if (auto it = device_map_.find(declared); it != device_map_.end()) return it->second;
+    return declared;
+  }
+  bool IsCpuDelegate(int32_t n) const {
+    const NodeDef& node = m_.nodes[n];
+    if (node.kind != NodeKind::kDelegate) return false;
+    const std::optional<absl::string_view> target = node.CompileSpec(kTargetDeviceSpec);
+    return target.has_value() && *target == "cpu";
+  }
+  int32_t Producer(ValueId v) const {
+    for (size_t n = 0; n < m_.nodes.size(); ++n) {
+      const ValueIds& r = m_.nodes[n].results;
+      if (std::find(r.begin(), r.end(), v) != r.end()) return static_cast<int32_t>(n);
+    }
+    return -1;
+  }
+  bool Reads(int32_t n, ValueId v) const {
+    const ValueIds& a = m_.nodes[n].args;
+    return std::find(a.begin(), a.end(), v) != a.end();
+  }
+
+  void Add(AuditFinding::Kind kind, int32_t instruction, ValueId value, std::string what) {
+    std::string where = Method();
+    if (instruction >= 0) absl::StrAppend(&where, ", instruction ", instruction);
+    findings_.push_back({kind, instruction, value, absl::StrCat(where, ": ", what)});
+  }
+
+  // Copies the exporter made: each must be one Ferry's plan makes too.
+  void ExporterCopies() {
+    for (const ExporterCopy& e : m_.exporter_copies) {
+      if (std::any_of(plan_.copies.begin(), plan_.copies.end(),
+                      [&](const CopyStep& c) { return Matches(c, e); })) {
+        continue;
+      }
+      const char* op = e.to_device ? "et_copy::_h2d_copy.out" : "et_copy::_d2h_copy.out";
+      const std::string copy = absl::StrCat("(", op, ") the exporter copies ", Value(e.value),
+                                            e.to_device ? " to a device" : " to the host");
+      // A copy into (h2d) or out of (d2h) a delegate whose target is the host itself.
+      int32_t cpu_delegate = -1;
+      if (e.to_device) {
+        for (size_t n = 0; n < m_.nodes.size() && cpu_delegate < 0; ++n) {
+          if (IsCpuDelegate(static_cast<int32_t>(n)) && Reads(static_cast<int32_t>(n), e.value)) {
+            cpu_delegate = static_cast<int32_t>(n);
+          }
+        }
+      } else {
+        const int32_t p = Producer(e.value);
+        if (p >= 0 && IsCpuDelegate(p)) cpu_delegate = p;
+      }
+      if (cpu_delegate >= 0) {
+        Add(AuditFinding::Kind::kCopyAroundHostDelegate, e.instruction, e.value,
+            absl::StrCat(copy, e.to_device ? " for " : " from ", Node(cpu_delegate),
+                         ", a delegate whose target_device is cpu; Ferry copies nothing"));
+      } else {
+        Add(AuditFinding::Kind::kUnneededCopy, e.instruction, e.value,
+            absl::StrCat(copy, "; Ferry's plan does not copy it"));
+      }
+    }
+  }
+
+  // Host-device copies of Ferry's plan: each should be one the exporter made.
+  void FerryCopies() {
+    for (const CopyStep& c : plan_.copies) {
+      if (!IsCrossing(c)) continue;
+      if (std::any_of(m_.exporter_copies.begin(), m_.exporter_copies.end(),
+                      [&](const ExporterCopy& e) { return Matches(c, e); })) {
+        continue;
+      }
+      const bool h2d = c.direction == CopyDirection::kHostToDevice;
+      const std::string ferry_copies =
+          absl::StrCat("Ferry copies ", Value(c.value), " from ", c.src_device.ToString(), " to ",
+                       c.dst_device.ToString(), " (", CopyTimingName(c.timing), ", ", c.reason,
+                       ")");
+      // The node the copy is for: the one it feeds, or (a copy made once at load) the first
+      // node on its destination that reads the value.
+      int32_t reader = c.node;
+      for (size_t n = 0; n < m_.nodes.size() && reader < 0; ++n) {
+        if (plan_.nodes[n].device == c.dst_device && Reads(static_cast<int32_t>(n), c.value)) {
+          reader = static_cast<int32_t>(n);
+        }
+      }
+      if (h2d && reader >= 0 && m_.values[c.value].kind == ValueKind::kConstant &&
+          m_.nodes[reader].kind == NodeKind::kDelegate) {
+        Add(AuditFinding::Kind::kHostConstantToDevice, InstructionOf(reader), c.value,
+            absl::StrCat("the constant ", Value(c.value), " is handed to ", Node(reader),
+                         " as host memory; ", ferry_copies));
+        continue;
+      }
+      const int32_t producer = Producer(c.value);
+      if (!h2d && producer >= 0 && m_.nodes[producer].kind == NodeKind::kDelegate &&
+          m_.nodes[producer].results.size() == 1) {
+        Add(AuditFinding::Kind::kMissingResultCopy, InstructionOf(producer), c.value,
+            absl::StrCat("the only result ", Value(c.value), " of ", Node(producer),
+                         " has no device-to-host copy in the program; ", ferry_copies));
+        continue;
+      }
+      Add(AuditFinding::Kind::kMissingCopy,
+          reader >= 0 ? InstructionOf(reader) : InstructionOf(producer), c.value,
+          absl::StrCat(ferry_copies, "; the exporter left this copy out"));
+    }
+  }
+
+  // Tensors annotated on a device, read on another.
+  void Annotations() {
+    for (const ExporterDevice& a : m_.exporter_devices) {
+      // A value the exporter copies: its readers may read the copy, which the copies' findings
+      // cover.
+      if (std::any_of(m_.exporter_copies.begin(), m_.exporter_copies.end(),
+                      [&](const ExporterCopy& e) { return e.value == a.value; })) {
+        continue;
+      }
+      const Device annotated = Used(a.device);
+      for (size_t n = 0; n < m_.nodes.size(); ++n) {
+        const int32_t node = static_cast<int32_t>(n);
+        if (!Reads(node, a.value) || plan_.nodes[n].device == annotated) continue;
+        Add(AuditFinding::Kind::kDeviceMismatch, InstructionOf(node), a.value,
+            absl::StrCat(Value(a.value), " is annotated on ", a.device.ToString(),
+                         annotated == a.device ? "" : absl::StrCat(" (as ", annotated.ToString(), ")"),
+                         " but read by ", Node(node)));
+      }
+    }
+  }
+
+  const MethodDef& m_;
+  const PlacementPlan& plan_;
+  const absl::flat_hash_map<Device, Device>& device_map_;
+  std::vector<AuditFinding> findings_;
+};
+
+}  // namespace
+
+std::vector<AuditFinding> AuditExporterPlacement(
+    const MethodDef& method, const PlacementPlan& plan,
+    const absl::flat_hash_map<Device, Device>& device_map) {
+  return Auditor(method, plan, device_map).Run();
+}
+
+}  // namespace ferry

@@ -1,0 +1,339 @@
+// The exporter's placement audited against Ferry's (loader/exporter_audit.h): programs written as
+// .pte files with the exporter's copies (et_copy::_h2d_copy.out, _d2h_copy.out), device
+// annotations and delegates on cuda:0 and cpu. Each test states which copies Ferry's rules
+// (docs/placement.md) make for its program and checks that the audit reports exactly the
+// differences with the exporter's, then runs the program with the sim guard on against the
+// all-host computation.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "ferry/loader/executorch.h"
+#include "ferry/loader/exporter_audit.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/runtime/backend.h"
+#include "ferry/runtime/cli/commands.h"
+#include "ferry/runtime/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/ptd_builder.h"
+#include "tests/testing/pte_writer.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::FloatBytes;
+using ::testing::ElementsAre;
+using ::testing::FloatEq;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pointwise;
+using Kind = AuditFinding::Kind;
+
+constexpr char kBackendId[] = "FerryGraphBackend";
+constexpr int64_t kRows = 2, kCols = 3;
+const std::vector<float> kWeight = {1.0f, -2.0f, 0.5f, 4.0f, -0.25f, 3.0f};
+
+class RenamedBackend : public Backend {
+ public:
+  RenamedBackend(std::string name, std::unique_ptr<Backend> inner)
+      : name_(std::move(name)), inner_(std::move(inner)) {}
+  absl::string_view name() const override { return name_; }
+  bool SupportsDevice(DeviceType type) const override { return inner_->SupportsDevice(type); }
+  absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
+    return inner_->Init(init);
+  }
+
+ private:
+  std::string name_;
+  std::unique_ptr<Backend> inner_;
+};
+
+EtValue FloatTensor() {
+  EtValue v;
+  v.kind = EtValueKind::kTensor;
+  v.tensor.scalar_type = 6;
+  v.tensor.dtype = DType::kFloat32;
+  v.tensor.element_size = 4;
+  v.tensor.sizes = {kRows, kCols};
+  v.tensor.numel = kRows * kCols;
+  v.tensor.byte_size = kRows * kCols * 4;
+  return v;
+}
+EtValue OnCuda0(EtValue v) {
+  v.tensor.device_type = 1;
+  v.tensor.device_index = 0;
+  return v;
+}
+EtValue Int(int64_t i) {
+  EtValue v;
+  v.kind = EtValueKind::kInt;
+  v.int_value = i;
+  return v;
+}
+EtInstruction Kernel(int32_t op, std::vector<int32_t> args) {
+  EtInstruction i;
+  i.kind = EtInstructionKind::kKernelCall;
+  i.op_index = op;
+  i.args = std::move(args);
+  return i;
+}
+EtInstruction DelegateCall(std::vector<int32_t> args) {
+  EtInstruction i;
+  i.kind = EtInstructionKind::kDelegateCall;
+  i.delegate_index = 0;
+  i.args = std::move(args);
+  return i;
+}
+
+// Operators, by index.
+constexpr int32_t kH2d = 0, kD2h = 1, kAdd = 2;
+std::vector<EtOperator> Operators() {
+  return {{"et_copy::_h2d_copy", "out"}, {"et_copy::_d2h_copy", "out"}, {"aten::add", "out"}};
+}
+
+// A graph payload: main(a [, b]) = a + b, or a + a with one input.
+std::vector<uint8_t> AddPayload(int inputs) {
+  ProgramBuilder pb;
+  MethodBuilder& g = pb.AddMethod("main");
+  const ValueId a = g.Input("a", DType::kFloat32, {kRows, kCols});
+  const ValueId b = inputs == 2 ? g.Input("b", DType::kFloat32, {kRows, kCols}) : a;
+  g.Output(g.Op("add", {a, b}));
+  absl::StatusOr<std::vector<uint8_t>> bytes = pb.Build();
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *std::move(bytes) : std::vector<uint8_t>{};
+}
+
+struct Storage {
+  std::vector<uint8_t> weight = FloatBytes(kWeight);
+  std::vector<uint8_t> payload;
+};
+
+EtProgram OneMethod(std::vector<EtValue> values, std::vector<int32_t> outputs,
+                    std::vector<EtInstruction> instructions) {
+  EtProgram p;
+  EtMethod m;
+  m.name = "forward";
+  m.values = std::move(values);
+  m.inputs = {0};
+  m.outputs = std::move(outputs);
+  m.operators = Operators();
+  m.instructions = std::move(instructions);
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
+void AddDelegate(EtProgram& p, const Storage& storage, std::optional<std::string> target) {
+  EtDelegate d;
+  d.backend_id = kBackendId;
+  if (target.has_value()) d.compile_specs.emplace_back("target_device", *target);
+  d.payload = storage.payload;
+  p.methods[0].delegates = {d};
+}
+
+// The exporter's device program: x on the host, copied to the device (instruction 0), the delegate
+// r = xd + w (instruction 1, w a constant it reads as the exporter left it: host memory), r copied
+// back (instruction 2), y = rh + rh on the host (instruction 3).
+//   values: 0 x, 1 xd, 2 r (annotated cuda:0), 3 rh, 4 alpha, 5 y, 6 w
+EtProgram CopiedAroundADelegate(Storage& storage, std::optional<std::string> target) {
+  storage.payload = AddPayload(2);
+  EtValue w = FloatTensor();
+  w.tensor.data.kind = EtDataKind::kConstantBuffer;
+  w.tensor.data.bytes = storage.weight;
+  EtProgram p = OneMethod(
+      {FloatTensor(), OnCuda0(FloatTensor()), OnCuda0(FloatTensor()), FloatTensor(), Int(1),
+       FloatTensor(), w},
+      {5},
+      {Kernel(kH2d, {0, 1, 1}), DelegateCall({1, 6, 2}), Kernel(kD2h, {2, 3, 3}),
+       Kernel(kAdd, {3, 3, 4, 5, 5})});
+  AddDelegate(p, storage, std::move(target));
+  return p;
+}
+
+struct Loaded {
+  std::unique_ptr<Program> program;
+  std::unique_ptr<Method> method;
+  std::vector<AuditFinding> findings;
+};
+
+// Loads `p` from its file with the backend registered, and audits it.
+void Load(const EtProgram& p, Runtime& rt, Loaded& out) {
+  absl::StatusOr<std::unique_ptr<Program>> program = Program::FromBytes(testing::WritePte(p));
+  ASSERT_TRUE(program.ok()) << program.status();
+  out.program = *std::move(program);
+  if (rt.FindBackend(kBackendId) == nullptr) {
+    ASSERT_OK(rt.RegisterBackend(std::make_unique<RenamedBackend>(kBackendId, MakeGraphBackend())));
+  }
+  absl::StatusOr<std::unique_ptr<Method>> method = rt.LoadMethod(*out.program, "forward");
+  ASSERT_TRUE(method.ok()) << method.status();
+  out.method = *std::move(method);
+  out.findings = AuditExporterPlacement(out.method->def(), out.method->plan().placement,
+                                        rt.default_device_map());
+}
+
+// The value a finding names, by its name in the imported method.
+std::string NameOf(const Loaded& l, const AuditFinding& f) {
+  return f.value >= 0 ? l.method->def().values[f.value].name : "";
+}
+
+std::vector<float> RunOnce(Method& method, std::vector<float> x) {
+  const int64_t sizes[] = {kRows, kCols};
+  EXPECT_OK(method.SetInput(0, TensorView::Host(DType::kFloat32, sizes, x.data())));
+  EXPECT_OK(method.Execute());
+  const TensorView out = method.Output(0);
+  EXPECT_EQ(out.device(), Device::Host());
+  return std::vector<float>(out.data_as<float>(), out.data_as<float>() + kRows * kCols);
+}
+
+const std::vector<float> kX = {0.5f, 1.5f, -2.0f, 3.0f, 0.0f, -1.0f};
+
+TEST(ExporterAuditTest, ACudaDelegateNeedsTheExportersCopiesAndItsConstantOnTheDevice) {
+  // Ferry's rules for the delegate on cuda:0 (sim:0): x is read there (a per-call h2d copy, the
+  // exporter's instruction 0), r is read by the host add (a d2h copy, instruction 2), and the
+  // constant w is read there too: Ferry copies it once at load, the exporter copied nothing.
+  Storage storage;
+  Runtime rt;
+  Loaded l;
+  Load(CopiedAroundADelegate(storage, "cuda:0"), rt, l);
+  ASSERT_NE(l.method, nullptr);
+  const MethodDef& m = l.method->def();
+  ASSERT_EQ(m.exporter_copies.size(), 2u);
+  EXPECT_EQ(m.exporter_copies[0].instruction, 0);
+  EXPECT_TRUE(m.exporter_copies[0].to_device);
+  EXPECT_EQ(m.exporter_copies[1].instruction, 2);
+  EXPECT_FALSE(m.exporter_copies[1].to_device);
+  // The copies are not nodes: the delegate and the add remain, from instructions 1 and 3.
+  EXPECT_THAT(m.node_instructions, ElementsAre(1, 3));
+  ASSERT_EQ(l.findings.size(), 1u);
+  EXPECT_EQ(l.findings[0].kind, Kind::kHostConstantToDevice);
+  EXPECT_EQ(l.findings[0].instruction, 1);
+  EXPECT_EQ(NameOf(l, l.findings[0]), "value 6");
+  EXPECT_THAT(l.findings[0].message, HasSubstr("method \"forward\", instruction 1: "));
+  std::vector<float> expected(kX.size());
+  for (size_t i = 0; i < kX.size(); ++i) expected[i] = 2 * (kX[i] + kWeight[i]);
+  EXPECT_THAT(RunOnce(*l.method, kX), Pointwise(FloatEq(), expected));
+}
+
+TEST(ExporterAuditTest, CopiesAroundACpuDelegateAreReported) {
+  // The delegate's target is the host: Ferry copies nothing, so both of the exporter's copies
+  // are copies around a cpu delegate.
+  Storage storage;
+  Runtime rt;
+  Loaded l;
+  Load(CopiedAroundADelegate(storage, "cpu"), rt, l);
+  ASSERT_NE(l.method, nullptr);
+  EXPECT_EQ(l.method->plan().placement.per_call_copies(), 0);
+  ASSERT_EQ(l.findings.size(), 2u);
+  EXPECT_EQ(l.findings[0].kind, Kind::kCopyAroundHostDelegate);
+  EXPECT_EQ(l.findings[0].instruction, 0);
+  EXPECT_EQ(NameOf(l, l.findings[0]), "input 0");
+  EXPECT_EQ(l.findings[1].kind, Kind::kCopyAroundHostDelegate);
+  EXPECT_EQ(l.findings[1].instruction, 2);
+  EXPECT_EQ(NameOf(l, l.findings[1]), "value 2");
+  for (const AuditFinding& f : l.findings) {
+    EXPECT_THAT(f.message, HasSubstr(absl::StrCat("method \"forward\", instruction ",
+                                                  f.instruction, ": ")));
+  }
+  std::vector<float> expected(kX.size());
+  for (size_t i = 0; i < kX.size(); ++i) expected[i] = 2 * (kX[i] + kWeight[i]);
+  EXPECT_THAT(RunOnce(*l.method, kX), Pointwise(FloatEq(), expected));
+}
+
+TEST(ExporterAuditTest, CopiesTheExporterLeftOutAreReported) {
+  // No exporter copies: r = delegate(x) on cuda:0 (instruction 0), y = r + r on the host
+  // (instruction 1). Ferry copies x to the device for the delegate (a missing copy, at the
+  // delegate's instruction) and r, the delegate's only result, back for the add.
+  Storage storage;
+  storage.payload = AddPayload(1);
+  EtProgram p = OneMethod({FloatTensor(), FloatTensor(), Int(1), FloatTensor()}, {3},
+                          {DelegateCall({0, 1}), Kernel(kAdd, {1, 1, 2, 3, 3})});
+  AddDelegate(p, storage, "cuda:0");
+  Runtime rt;
+  Loaded l;
+  Load(p, rt, l);
+  ASSERT_NE(l.method, nullptr);
+  ASSERT_EQ(l.findings.size(), 2u);
+  EXPECT_EQ(l.findings[0].kind, Kind::kMissingCopy);
+  EXPECT_EQ(l.findings[0].instruction, 0);
+  EXPECT_EQ(NameOf(l, l.findings[0]), "input 0");
+  EXPECT_EQ(l.findings[1].kind, Kind::kMissingResultCopy);
+  EXPECT_EQ(l.findings[1].instruction, 0);
+  EXPECT_EQ(NameOf(l, l.findings[1]), "value 1");
+  std::vector<float> expected(kX.size());
+  for (size_t i = 0; i < kX.size(); ++i) expected[i] = 4 * kX[i];
+  EXPECT_THAT(RunOnce(*l.method, kX), Pointwise(FloatEq(), expected));
+}
+
+TEST(ExporterAuditTest, AnUnneededCopyAndAnAnnotationReadElsewhereAreReported) {
+  // x (annotated cuda:0) copied to the device (instruction 0), then y = xd + xd on the host
+  // (instruction 1): nothing runs on a device, so Ferry does not copy. The annotation is not
+  // checked for a value the exporter copies: its readers may read the copy.
+  EtProgram p =
+      OneMethod({OnCuda0(FloatTensor()), FloatTensor(), Int(1), FloatTensor(), FloatTensor()},
+                {3}, {Kernel(kH2d, {0, 1, 1}), Kernel(kAdd, {1, 1, 2, 3, 3})});
+  Runtime rt;
+  Loaded l;
+  Load(p, rt, l);
+  ASSERT_NE(l.method, nullptr);
+  ASSERT_EQ(l.findings.size(), 1u);
+  EXPECT_EQ(l.findings[0].kind, Kind::kUnneededCopy);
+  EXPECT_EQ(l.findings[0].instruction, 0);
+  EXPECT_EQ(NameOf(l, l.findings[0]), "input 0");
+
+  // Without the copy, the annotation itself is the finding: x is read by the add on the host.
+  EtProgram q = OneMethod({OnCuda0(FloatTensor()), Int(1), FloatTensor()}, {2},
+                          {Kernel(kAdd, {0, 0, 1, 2, 2})});
+  Loaded k;
+  Load(q, rt, k);
+  ASSERT_NE(k.method, nullptr);
+  ASSERT_EQ(k.findings.size(), 1u);
+  EXPECT_EQ(k.findings[0].kind, Kind::kDeviceMismatch);
+  EXPECT_EQ(k.findings[0].instruction, 0);
+  EXPECT_EQ(NameOf(k, k.findings[0]), "input 0");
+  EXPECT_THAT(k.findings[0].message, HasSubstr("annotated on cuda:0 (as sim:0)"));
+  EXPECT_THAT(k.findings[0].message, HasSubstr("on host"));
+}
+
+TEST(ExporterAuditTest, PlanAuditPrintsOneLinePerFinding) {
+  Storage storage;
+  const std::vector<uint8_t> bytes = testing::WritePte(CopiedAroundADelegate(storage, "cuda:0"));
+  const std::string path =
+      (std::filesystem::temp_directory_path() / absl::StrCat("audit_", getpid(), ".pte")).string();
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  cli::Options o;
+  o.command = "plan";
+  o.program = path;
+  o.audit = true;
+  o.calls = 1;
+  o.warmup = 0;
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  const int code = cli::RunCommand(o, out, err);
+  std::string text(1 << 16, '\0');
+  std::rewind(out);
+  text.resize(std::fread(text.data(), 1, text.size(), out));
+  std::fclose(out);
+  std::fclose(err);
+  std::filesystem::remove(path);
+  EXPECT_EQ(code, cli::kExitOk);
+  EXPECT_THAT(text, HasSubstr("audit: 1 difference between the exporter's placement and "
+                              "Ferry's\n  host constant to a device delegate: method \"forward\", "
+                              "instruction 1: the constant value \"value 6\""));
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,261 @@
+// ExecuTorch delegate calls: each becomes a Ferry delegate node named by its backend id, with its
+// compile specs and payload; its results are derived from the values it lists (those nothing
+// wrote before the call), and what stays ambiguous is refused. Programs are written as .pte files
+// (tests/testing/pte_writer.h) whose delegate payload is a Ferry graph sub-program, run through a
+// backend registered under an ExecuTorch-style id, and compared with the all-host computation
+// done here.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ferry/loader/executorch.h"
+#include "ferry/loader/executorch_import.h"
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/backend.h"
+#include "ferry/runtime/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/ptd_builder.h"
+#include "tests/testing/pte_writer.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::FloatBytes;
+using ::ferry::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pointwise;
+using ::testing::FloatEq;
+
+constexpr char kBackendId[] = "FerryGraphBackend";
+
+// Ferry's graph backend under another name, as an application registers a backend for the id an
+// ExecuTorch exporter wrote.
+class RenamedBackend : public Backend {
+ public:
+  RenamedBackend(std::string name, std::unique_ptr<Backend> inner)
+      : name_(std::move(name)), inner_(std::move(inner)) {}
+  absl::string_view name() const override { return name_; }
+  bool SupportsDevice(DeviceType type) const override { return inner_->SupportsDevice(type); }
+  absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
+    return inner_->Init(init);
+  }
+
+ private:
+  std::string name_;
+  std::unique_ptr<Backend> inner_;
+};
+
+EtValue FloatTensor(std::vector<int64_t> sizes) {
+  EtValue v;
+  v.kind = EtValueKind::kTensor;
+  v.tensor.scalar_type = 6;
+  v.tensor.dtype = DType::kFloat32;
+  v.tensor.element_size = 4;
+  v.tensor.sizes = std::move(sizes);
+  for (int64_t s : v.tensor.sizes) v.tensor.numel = (v.tensor.numel == 0 ? 1 : v.tensor.numel) * s;
+  v.tensor.byte_size = v.tensor.numel * 4;
+  return v;
+}
+
+EtValue Int(int64_t i) {
+  EtValue v;
+  v.kind = EtValueKind::kInt;
+  v.int_value = i;
+  return v;
+}
+
+constexpr int64_t kRows = 2, kCols = 3;
+const std::vector<float> kWeight = {0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -3.0f};
+
+// The delegate's payload: a Ferry program whose method "main" takes (a, b) and returns
+// (a + b, a * b).
+std::vector<uint8_t> SumAndProductPayload() {
+  ProgramBuilder pb;
+  MethodBuilder& g = pb.AddMethod("main");
+  const ValueId a = g.Input("a", DType::kFloat32, {kRows, kCols});
+  const ValueId b = g.Input("b", DType::kFloat32, {kRows, kCols});
+  g.Output(g.Op("add", {a, b}));
+  g.Output(g.Op("mul", {a, b}));
+  absl::StatusOr<std::vector<uint8_t>> bytes = pb.Build();
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *std::move(bytes) : std::vector<uint8_t>{};
+}
+
+// The program's storage: the constant's bytes and the payload, which the EtProgram's spans view.
+struct Storage {
+  std::vector<uint8_t> weight = FloatBytes(kWeight);
+  std::vector<uint8_t> payload = SumAndProductPayload();
+};
+
+// forward(x) = s + p where (s, p) = delegate(x, w), w a constant [2, 3]: the delegate call lists
+// `delegate_args` (by default {x, w, s, p} = {0, 1, 2, 3}); value 4 is alpha, 5 the result,
+// 6 an Int that a test may list.
+EtProgram DelegateProgram(const Storage& storage, std::optional<std::string> target_device,
+                          std::vector<int32_t> delegate_args = {0, 1, 2, 3}) {
+  EtProgram p;
+  EtMethod m;
+  m.name = "forward";
+  EtValue w = FloatTensor({kRows, kCols});
+  w.tensor.data.kind = EtDataKind::kConstantBuffer;
+  w.tensor.data.bytes = storage.weight;
+  m.values = {FloatTensor({kRows, kCols}), w, FloatTensor({kRows, kCols}),
+              FloatTensor({kRows, kCols}), Int(1), FloatTensor({kRows, kCols}), Int(7)};
+  m.inputs = {0};
+  m.outputs = {5};
+  m.operators = {{"aten::add", "out"}};
+  EtDelegate d;
+  d.backend_id = kBackendId;
+  if (target_device.has_value()) d.compile_specs.emplace_back("target_device", *target_device);
+  d.compile_specs.emplace_back("note", "kept as given");
+  d.payload = storage.payload;
+  m.delegates = {d};
+  EtInstruction call;
+  call.kind = EtInstructionKind::kDelegateCall;
+  call.delegate_index = 0;
+  call.args = std::move(delegate_args);
+  EtInstruction add;
+  add.kind = EtInstructionKind::kKernelCall;
+  add.op_index = 0;
+  add.args = {2, 3, 4, 5, 5};
+  m.instructions = {call, add};
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
+std::vector<float> Reference(const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] + kWeight[i]) + (x[i] * kWeight[i]);
+  return y;
+}
+
+TEST(ExecuTorchDelegateTest, ADelegateCallBecomesADelegateNodeWithDerivedResults) {
+  Storage storage;
+  const EtProgram et = DelegateProgram(storage, "cuda:0");
+  const std::vector<uint8_t> file = testing::WritePte(et);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(file));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* m, program->method("forward"));
+  ASSERT_EQ(m->nodes.size(), 2u);
+  const NodeDef& node = m->nodes[0];
+  EXPECT_EQ(node.kind, NodeKind::kDelegate);
+  EXPECT_EQ(node.backend, kBackendId);
+  EXPECT_THAT(node.name, HasSubstr("instruction 0"));
+  EXPECT_EQ(node.CompileSpec("target_device"), "cuda:0");
+  EXPECT_EQ(node.CompileSpec("note"), "kept as given");
+  // Arguments: the input and the constant; results: the two values nothing wrote before.
+  ASSERT_EQ(node.args.size(), 2u);
+  EXPECT_EQ(m->values[node.args[0]].kind, ValueKind::kInput);
+  EXPECT_EQ(m->values[node.args[1]].kind, ValueKind::kConstant);
+  ASSERT_EQ(node.results.size(), 2u);
+  for (ValueId r : node.results) {
+    EXPECT_EQ(m->values[r].kind, ValueKind::kIntermediate);
+    EXPECT_EQ(m->values[r].meta.dtype, DType::kFloat32);
+    EXPECT_THAT(m->values[r].meta.sizes, ElementsAre(kRows, kCols));
+  }
+  // The add reads both results.
+  EXPECT_THAT(m->nodes[1].args, AllOf(::testing::Contains(node.results[0]),
+                                      ::testing::Contains(node.results[1])));
+  // The payload is the sub-program's bytes, held by the program (not the file's buffer).
+  EXPECT_EQ(std::vector<uint8_t>(node.payload.begin(), node.payload.end()), storage.payload);
+  EXPECT_TRUE(node.payload.data() < file.data() || node.payload.data() >= file.data() + file.size());
+}
+
+TEST(ExecuTorchDelegateTest, IntArgumentsArePassedAsScalars) {
+  Storage storage;
+  ASSERT_OK_AND_ASSIGN(EtImport imported,
+                       ImportExecuTorchProgram(DelegateProgram(storage, "cpu", {0, 6, 1, 2, 3})));
+  const MethodDef& m = imported.methods[0];
+  ASSERT_EQ(m.nodes[0].args.size(), 3u);
+  const ValueDef& scalar = m.values[m.nodes[0].args[1]];
+  EXPECT_EQ(scalar.kind, ValueKind::kScalar);
+  EXPECT_EQ(scalar.scalar, Scalar::Int(7));
+  EXPECT_EQ(m.nodes[0].results.size(), 2u);
+}
+
+TEST(ExecuTorchDelegateTest, AmbiguousResultsAreRefusedNamingTheValue) {
+  Storage storage;
+  // Only values written before the call: no result.
+  EXPECT_THAT(ImportExecuTorchProgram(DelegateProgram(storage, std::nullopt, {0, 1})),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("method \"forward\", instruction 0 (delegate call to "
+                                       "backend \"FerryGraphBackend\")"),
+                             HasSubstr("no result"))));
+  // The constant w (value 1) after the first result s (value 2): an argument or a result?
+  EXPECT_THAT(ImportExecuTorchProgram(DelegateProgram(storage, std::nullopt, {0, 2, 1, 3})),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("instruction 0"), HasSubstr("value 1 (position 2 of 4)"),
+                             HasSubstr("after value 2"), HasSubstr("ambiguous"))));
+  // An Int after the first result would be a non-tensor result.
+  EXPECT_THAT(ImportExecuTorchProgram(DelegateProgram(storage, std::nullopt, {0, 1, 2, 6})),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("instruction 0"), HasSubstr("value 6 (position 3 of 4)"),
+                             HasSubstr("only tensor results"))));
+  // A result listed twice.
+  EXPECT_THAT(ImportExecuTorchProgram(DelegateProgram(storage, std::nullopt, {0, 1, 2, 2})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("instruction 0"), HasSubstr("value 2 is listed twice"))));
+}
+
+TEST(ExecuTorchDelegateTest, AnUnregisteredBackendIsNotFoundNamingMethodAndInstruction) {
+  Storage storage;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::FromBytes(testing::WritePte(DelegateProgram(storage, "cuda:0"))));
+  Runtime rt;
+  EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("method \"forward\""), HasSubstr("instruction 0"),
+                             HasSubstr("no backend named \"FerryGraphBackend\""),
+                             HasSubstr("Runtime::RegisterBackend"))));
+}
+
+struct TargetCase {
+  std::optional<std::string> target_device;
+  Device expected;  // where the delegate runs: cuda:0 on sim:0 (the default device map)
+};
+
+class ExecuTorchDelegateRunTest : public ::testing::TestWithParam<TargetCase> {};
+
+TEST_P(ExecuTorchDelegateRunTest, RunsThroughABackendRegisteredUnderItsId) {
+  Storage storage;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::FromBytes(
+                           testing::WritePte(DelegateProgram(storage, GetParam().target_device))));
+  RuntimeOptions options;
+  options.sim_guard = true;
+  Runtime rt(options);
+  ASSERT_OK(rt.RegisterBackend(std::make_unique<RenamedBackend>(kBackendId, MakeGraphBackend())));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  EXPECT_EQ(method->plan().placement.nodes[0].device, GetParam().expected);
+  for (std::vector<float> x :
+       {std::vector<float>{1, 2, 3, 4, 5, 6}, std::vector<float>{-0.5f, 0, 8, -2, 0.75f, 10}}) {
+    const int64_t sizes[] = {kRows, kCols};
+    ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, sizes, x.data())));
+    ASSERT_OK(method->Execute());
+    const TensorView out = method->Output(0);
+    ASSERT_EQ(out.device(), Device::Host());
+    ASSERT_EQ(out.dtype(), DType::kFloat32);
+    const std::vector<float> y(out.data_as<float>(), out.data_as<float>() + kRows * kCols);
+    EXPECT_THAT(y, Pointwise(FloatEq(), Reference(x)));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Targets, ExecuTorchDelegateRunTest,
+    ::testing::Values(TargetCase{"cuda:0", Device::Sim(0)},
+                      TargetCase{"cpu", Device::Host()}, TargetCase{std::nullopt, Device::Host()}),
+    [](const ::testing::TestParamInfo<TargetCase>& info) {
+      if (!info.param.target_device.has_value()) return std::string("Absent");
+      return *info.param.target_device == "cpu" ? std::string("Cpu") : std::string("Cuda0");
+    });
+
+}  // namespace
+}  // namespace ferry
