@@ -7,7 +7,7 @@
 // except rms_norm's sum of squares, which is in double so that long rows do not lose the small
 // terms. softmax and rms_norm rows whose elements (and rms_norm's weight) are contiguous go through
 // the SIMD loops of the CPU's level (kernels/internal/simd_loops.h), whose exp is within 2 ulp and
-// whose sums run in 16 lanes: they match the strided path to float rounding, not bit for bit.
+// whose sums run in vector lanes: they match the strided path to float rounding, not bit for bit.
 #include <cmath>
 #include <cstdint>
 #include <limits>

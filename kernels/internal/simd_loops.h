@@ -9,10 +9,10 @@
 //   float sum = loops.exp_sum(out, x, m, n);
 //   loops.mul_scalar(out, out, 1.0f / sum, n);
 //
-// Every loop gives the same bits at every level: the elementwise ones one IEEE operation per
-// element; the reductions sum in 16 lanes in a fixed order, then the lanes in a fixed order; no
-// contraction anywhere. Reductions therefore round differently from a sequential loop (within a
-// few ulp per element for float sums; double sums are exact to double rounding). `out` may be `x`
+// The elementwise loops and exp give the same bits at every level: the same IEEE operations per
+// element, no contraction. The reductions (max aside) sum in as many lanes as the level's
+// registers hold, then across the lanes, so they round differently per level and from a
+// sequential loop: float sums by a few ulp per element, double sums by double rounding. `out` may be `x`
 // (or `y`) exactly, for in-place forms; no other overlap. Nothing here allocates.
 //
 // Thread safety: Loops() and ActiveSimdLevel() may run anywhere; ForceSimdLevel is for tests and

@@ -1,8 +1,8 @@
 // Each SIMD level this CPU runs gives the elementwise kernels the same bits as a naive loop in the
 // test, on contiguous float32 tensors long enough to take the SIMD loops (and ragged lengths
 // that leave a remainder), out of place and in place, with tensor and scalar operands. The row
-// loops (exp, max, sums) give the baseline level's bits at every level and stay within stated
-// bounds of references computed here in double; softmax, rms_norm and mean on [rows, n] tensors
+// loops (exp, max, sums) stay within stated bounds of references computed here in double, exp and
+// max with the baseline level's bits at every level; softmax, rms_norm and mean on [rows, n] tensors
 // stay within them too.
 #include <algorithm>
 #include <cmath>
@@ -128,7 +128,7 @@ TEST_P(SimdLoopsTest, ReluMatchesANaiveLoopKeepingNanAndNegativeZero) {
 
 // ---- row loops: exp, max, sums; softmax, rms_norm and mean ---------------------------------
 
-// Lengths around the 16-lane blocks of the row loops.
+// Lengths around the 4-, 8- and 16-lane blocks of the row loops.
 const std::vector<int64_t> kRowLengths = {1, 7, 8, 15, 16, 17, 63, 64, 65, 1000};
 
 // Deterministic values in [lo, hi), not a simple progression.
@@ -227,7 +227,7 @@ TEST_P(SimdLoopsTest, ExpHandlesInfinitiesNanAndTheEdgesOfTheRange) {
   EXPECT_EQ(got[13], 0.0f);
 }
 
-TEST_P(SimdLoopsTest, RowLoopsMatchNaiveReferencesAndGiveTheBaselineBits) {
+TEST_P(SimdLoopsTest, RowLoopsMatchNaiveReferencesAndTheBaseline) {
   const internal::FloatLoops& loops = internal::Loops();
   const internal::FloatLoops& base = internal::simd_baseline::Table();
   for (int64_t n : kRowLengths) {
@@ -243,7 +243,7 @@ TEST_P(SimdLoopsTest, RowLoopsMatchNaiveReferencesAndGiveTheBaselineBits) {
     const float sum = loops.exp_sum(e.data(), x.data(), max, n);
     const float sum_base = base.exp_sum(e_base.data(), x.data(), max, n);
     ExpectSameBits(e, e_base, "exp_sum" + at);
-    EXPECT_TRUE(SameBits(sum, sum_base)) << at;
+    EXPECT_NEAR(sum, sum_base, 1e-6 * sum_base) << at;
     double want_sum = 0;
     for (int64_t i = 0; i < n; ++i) {
       EXPECT_LE(UlpDistance(e[i], ReferenceExp(x[i] - max)), kExpMaxUlp) << i << at;
@@ -258,8 +258,6 @@ TEST_P(SimdLoopsTest, RowLoopsMatchNaiveReferencesAndGiveTheBaselineBits) {
     }
     EXPECT_NEAR(loops.sum(x.data(), n), want_plain, 1e-12 * want_sq) << at;
     EXPECT_NEAR(loops.sum_squares(x.data(), n), want_sq, 1e-12 * want_sq) << at;
-    EXPECT_EQ(loops.sum(x.data(), n), base.sum(x.data(), n)) << at;
-    EXPECT_EQ(loops.sum_squares(x.data(), n), base.sum_squares(x.data(), n)) << at;
 
     std::vector<float> scaled(n), want_scaled(n);
     loops.scale_mul(scaled.data(), x.data(), 0.37f, w.data(), n);
