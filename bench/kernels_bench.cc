@@ -1,6 +1,7 @@
 // Host kernels on large float32 tensors against memcpy, and linear through the BLAS or not, in one
 // run: add (two reads, one write)
-// and relu (one read, one write) over 64K floats at each SIMD level this CPU runs (the argument),
+// and relu (one read, one write), softmax and rms_norm over rows of 64K floats, at each SIMD level
+// this CPU runs (the argument),
 // and memcpy of 64K floats. Throughput counts every
 // byte read and written, so kernel and memcpy figures compare directly.
 //
@@ -50,6 +51,47 @@ void RunKernel64K(benchmark::State& state, const std::string& op, int inputs) {
 void BM_Kernel64KAdd(benchmark::State& s) { RunKernel64K(s, "add", 2); }
 void BM_Kernel64KRelu(benchmark::State& s) { RunKernel64K(s, "relu", 1); }
 
+// softmax along the last dimension and rms_norm (weight over the last dimension, eps 1e-6) of a
+// [64, 1024] float32 tensor (64K floats) at the SIMD level of the argument. Bytes count one read
+// and one write per element (rms_norm's weight row stays in cache).
+void RunRows64K(benchmark::State& state, const std::string& op) {
+  const auto level = static_cast<internal::SimdLevel>(state.range(0));
+  const internal::SimdLevel saved = internal::ActiveSimdLevel();
+  if (!internal::ForceSimdLevel(level).ok()) return;
+  constexpr int64_t kRows = 64, kCols = kN / kRows;
+  OpRegistry ops = OpRegistry::WithBuiltIns();
+  const OpSchema* schema = ops.Find(op);
+  std::vector<float> x(kN), w(kCols), out(kN);
+  for (int64_t i = 0; i < kN; ++i) x[i] = static_cast<float>(i % 97) * 0.125f - 6.0f;
+  for (int64_t i = 0; i < kCols; ++i) w[i] = 0.5f + static_cast<float>(i % 7) * 0.25f;
+  TensorRef tx = TensorRef::Contiguous(DType::kFloat32, {kRows, kCols}, x.data());
+  TensorRef tw = TensorRef::Contiguous(DType::kFloat32, {kCols}, w.data());
+  TensorRef to = TensorRef::Contiguous(DType::kFloat32, {kRows, kCols}, out.data());
+  const Scalar dim = Scalar::Int(-1);
+  const Scalar eps = Scalar::Double(1e-6);
+  OpArg args[3];
+  args[0].tensor = &tx;
+  const bool softmax = op == "softmax";
+  if (softmax) {
+    args[1].scalar = &dim;
+  } else {
+    args[1].tensor = &tw;
+    args[2].scalar = &eps;
+  }
+  const size_t nargs = softmax ? 2 : 3;
+  TensorRef* res = &to;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(schema->kernel({args, nargs}, {&res, 1}));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * kN * sizeof(float));
+  state.counters["simd_level"] = static_cast<int>(internal::ActiveSimdLevel());
+  (void)internal::ForceSimdLevel(saved);
+}
+
+void BM_Kernel64KSoftmax(benchmark::State& s) { RunRows64K(s, "softmax"); }
+void BM_Kernel64KRmsNorm(benchmark::State& s) { RunRows64K(s, "rms_norm"); }
+
 // The reference: memcpy of 64K floats (one read, one write per element).
 void BM_Kernel64KMemcpy(benchmark::State& state) {
   std::vector<float> src(kN, 1.0f), dst(kN);
@@ -97,6 +139,8 @@ const bool kRegistered = [] {
     const int64_t arg = static_cast<int64_t>(level);
     benchmark::RegisterBenchmark("BM_Kernel64KAdd", BM_Kernel64KAdd)->Arg(arg);
     benchmark::RegisterBenchmark("BM_Kernel64KRelu", BM_Kernel64KRelu)->Arg(arg);
+    benchmark::RegisterBenchmark("BM_Kernel64KSoftmax", BM_Kernel64KSoftmax)->Arg(arg);
+    benchmark::RegisterBenchmark("BM_Kernel64KRmsNorm", BM_Kernel64KRmsNorm)->Arg(arg);
   }
   return true;
 }();

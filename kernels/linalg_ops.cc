@@ -3,8 +3,11 @@
 // All honour arbitrary input and result strides; the inner loops take a unit-stride path when the
 // innermost dimensions are contiguous. matmul and linear hand float32 products that a BLAS takes
 // directly (row-major or transposed operands, a row-major result) and that are large enough to
-// OpenBLAS when Ferry is built with it (kernels/internal/host_blas.h). Accumulation is in float except rms_norm's sum of squares,
-// which is in double so that long rows do not lose the small terms.
+// OpenBLAS when Ferry is built with it (kernels/internal/host_blas.h). Accumulation is in float
+// except rms_norm's sum of squares, which is in double so that long rows do not lose the small
+// terms. softmax and rms_norm rows whose elements (and rms_norm's weight) are contiguous go through
+// the SIMD loops of the CPU's level (kernels/internal/simd_loops.h), whose exp is within 2 ulp and
+// whose sums run in vector lanes: they match the strided path to float rounding, not bit for bit.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -13,6 +16,7 @@
 #include "ferry/kernels/internal/host_blas.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
+#include "ferry/kernels/internal/simd_loops.h"
 #include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
@@ -308,6 +312,16 @@ absl::Status SoftmaxKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* c
   float* o = out.data_as<float>();
   const float* xd = x.data_as<const float>();
   if (len == 0) return absl::OkStatus();
+  if (xstep == 1 && ostep == 1) {
+    const FloatLoops& loops = Loops();
+    ForEachOffset<2>(x.rank - 1, sizes, {os, xs}, [&](const std::array<int64_t, 2>& off) {
+      float* orow = o + off[0];
+      const float max = loops.max(xd + off[1], len);
+      const float sum = loops.exp_sum(orow, xd + off[1], max, len);
+      loops.mul_scalar(orow, orow, 1.0f / sum, len);
+    });
+    return absl::OkStatus();
+  }
   ForEachOffset<2>(x.rank - 1, sizes, {os, xs}, [&](const std::array<int64_t, 2>& off) {
     const float* xr = xd + off[1];
     float* orow = o + off[0];
@@ -359,6 +373,19 @@ absl::Status RmsNormKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* c
   const float* xd = x.data_as<const float>();
   float* o = out.data_as<float>();
   if (len == 0) return absl::OkStatus();
+  const auto scale_of = [&](double sum_sq) {
+    return static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(len) + eps));
+  };
+  if (xstep == 1 && ostep == 1 && wstep == 1) {
+    const FloatLoops& loops = Loops();
+    ForEachOffset<2>(last, out.sizes.data(), {out.strides.data(), x.strides.data()},
+                     [&](const std::array<int64_t, 2>& off) {
+                       const float* xr = xd + off[1];
+                       loops.scale_mul(o + off[0], xr, scale_of(loops.sum_squares(xr, len)), wd,
+                                       len);
+                     });
+    return absl::OkStatus();
+  }
   ForEachOffset<2>(last, out.sizes.data(), {out.strides.data(), x.strides.data()},
                    [&](const std::array<int64_t, 2>& off) {
                      const float* xr = xd + off[1];
@@ -368,8 +395,7 @@ absl::Status RmsNormKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* c
                        const double v = xr[j * xstep];
                        sum_sq += v * v;
                      }
-                     const float scale =
-                         static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(len) + eps));
+                     const float scale = scale_of(sum_sq);
                      for (int64_t j = 0; j < len; ++j) {
                        orow[j * ostep] = xr[j * xstep] * scale * wd[j * wstep];
                      }

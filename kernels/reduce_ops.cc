@@ -5,6 +5,7 @@
 
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
+#include "ferry/kernels/internal/simd_loops.h"
 #include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
@@ -88,6 +89,23 @@ absl::Status MeanKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* cons
   }
   const float* xd = x.data_as<const float>();
   float* o = out.data_as<float>();
+  // Reduced dimensions that together form one contiguous block (the usual last-dimensions mean)
+  // take the SIMD sum of the CPU's level.
+  int64_t block = 1;
+  for (int r = reduced - 1; r >= 0 && block >= 0; --r) {
+    if (red_sizes[r] != 1 && red_x[r] != block) {
+      block = -1;
+    } else {
+      block *= red_sizes[r];
+    }
+  }
+  if (block > 0) {
+    const FloatLoops& loops = Loops();
+    ForEachOffset<2>(kept, kept_sizes, {kept_out, kept_x}, [&](const std::array<int64_t, 2>& k) {
+      o[k[0]] = static_cast<float>(loops.sum(xd + k[1], count) / static_cast<double>(count));
+    });
+    return absl::OkStatus();
+  }
   ForEachOffset<2>(kept, kept_sizes, {kept_out, kept_x}, [&](const std::array<int64_t, 2>& k) {
     double sum = 0.0;
     ForEachOffset<1>(reduced, red_sizes, {red_x},

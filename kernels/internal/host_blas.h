@@ -27,7 +27,8 @@ void UseHostBlas(bool enabled);
 void SetHostBlasThreads(int n);
 int HostBlasThreads();
 
-// Products handed to the BLAS since the process started (for tests and benchmarks).
+// Products the calling thread has handed to the BLAS (for tests and benchmarks). Counted per
+// thread so that concurrent products touch no shared memory on the hot path.
 int64_t HostSgemmCalls();
 
 // Products at least this large (m * n * k) go to the BLAS.

@@ -1,13 +1,19 @@
-// The float32 inner loops of the elementwise kernels on contiguous data, built three times (for
-// baseline x86-64, for AVX2+FMA and for AVX-512) and chosen once per process for the CPU the code
-// runs on; other architectures build the baseline only. Nothing here depends on the build
-// machine's CPU.
+// The float32 inner loops of the elementwise kernels on contiguous data, and of softmax, rms_norm
+// and mean along contiguous rows, built three times (for baseline x86-64, for AVX2+FMA and for
+// AVX-512) and chosen once per process for the CPU the code runs on; other architectures build the
+// baseline only. Nothing here depends on the build machine's CPU.
 //
 //   const FloatLoops& loops = Loops();
 //   loops.add(out, x, y, n);          // out[i] = x[i] + y[i]
+//   float m = loops.max(x, n);        // a softmax row: exp(x - m), then scaled by 1 / sum
+//   float sum = loops.exp_sum(out, x, m, n);
+//   loops.mul_scalar(out, out, 1.0f / sum, n);
 //
-// Every loop gives the same bits at every level: one IEEE operation per element, no reassociation
-// and no contraction. `out` may be `x` (or `y`) exactly, for in-place forms; no other overlap.
+// The elementwise loops and exp give the same bits at every level: the same IEEE operations per
+// element, no contraction. The reductions (max aside) sum in as many lanes as the level's
+// registers hold, then across the lanes, so they round differently per level and from a
+// sequential loop: float sums by a few ulp per element, double sums by double rounding. `out` may be `x`
+// (or `y`) exactly, for in-place forms; no other overlap. Nothing here allocates.
 //
 // Thread safety: Loops() and ActiveSimdLevel() may run anywhere; ForceSimdLevel is for tests and
 // benchmarks, called while no kernel runs.
@@ -34,6 +40,18 @@ struct FloatLoops {
   Binary add, sub, mul, div;
   Scalar add_scalar, sub_scalar, mul_scalar, div_scalar;
   Unary relu;
+  // out[i] = exp(x[i]), within 2 ulp of the correctly rounded value; exp(-inf) = 0,
+  // exp(inf) = inf, NaN stays NaN; underflows to 0 below about -103.97, overflows above 88.72.
+  Unary exp;
+  // The largest element, skipping NaN as std::fmax does; -inf for n = 0 or all NaN.
+  float (*max)(const float* x, int64_t n);
+  // out[i] = exp(x[i] - shift) (as `exp`), returning the float sum of the out[i].
+  float (*exp_sum)(float* out, const float* x, float shift, int64_t n);
+  // The sum of the x[i], and of their squares, in double.
+  double (*sum)(const float* x, int64_t n);
+  double (*sum_squares)(const float* x, int64_t n);
+  // out[i] = (x[i] * s) * w[i], rms_norm's last step.
+  void (*scale_mul)(float* out, const float* x, float s, const float* w, int64_t n);
 };
 
 // Defined once per level (kernels/internal/simd_loops_body.inc).
