@@ -27,12 +27,17 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/ptd_builder.h"
+#include "tests/testing/et_program_parts.h"
 #include "tests/testing/pte_writer.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {
 namespace {
 
+using ::ferry::testing::FloatTensor;
+using ::ferry::testing::Int;
+using ::ferry::testing::KernelCall;
+using ::ferry::testing::RenamedBackend;
 using ::ferry::testing::FloatBytes;
 using ::testing::ElementsAre;
 using ::testing::FloatEq;
@@ -45,49 +50,10 @@ constexpr char kBackendId[] = "FerryGraphBackend";
 constexpr int64_t kRows = 2, kCols = 3;
 const std::vector<float> kWeight = {1.0f, -2.0f, 0.5f, 4.0f, -0.25f, 3.0f};
 
-class RenamedBackend : public Backend {
- public:
-  RenamedBackend(std::string name, std::unique_ptr<Backend> inner)
-      : name_(std::move(name)), inner_(std::move(inner)) {}
-  absl::string_view name() const override { return name_; }
-  bool SupportsDevice(DeviceType type) const override { return inner_->SupportsDevice(type); }
-  absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
-    return inner_->Init(init);
-  }
-
- private:
-  std::string name_;
-  std::unique_ptr<Backend> inner_;
-};
-
-EtValue FloatTensor() {
-  EtValue v;
-  v.kind = EtValueKind::kTensor;
-  v.tensor.scalar_type = 6;
-  v.tensor.dtype = DType::kFloat32;
-  v.tensor.element_size = 4;
-  v.tensor.sizes = {kRows, kCols};
-  v.tensor.numel = kRows * kCols;
-  v.tensor.byte_size = kRows * kCols * 4;
-  return v;
-}
 EtValue OnCuda0(EtValue v) {
   v.tensor.device_type = 1;
   v.tensor.device_index = 0;
   return v;
-}
-EtValue Int(int64_t i) {
-  EtValue v;
-  v.kind = EtValueKind::kInt;
-  v.int_value = i;
-  return v;
-}
-EtInstruction Kernel(int32_t op, std::vector<int32_t> args) {
-  EtInstruction i;
-  i.kind = EtInstructionKind::kKernelCall;
-  i.op_index = op;
-  i.args = std::move(args);
-  return i;
 }
 EtInstruction DelegateCall(std::vector<int32_t> args) {
   EtInstruction i;
@@ -148,15 +114,15 @@ void AddDelegate(EtProgram& p, const Storage& storage, std::optional<std::string
 //   values: 0 x, 1 xd, 2 r (annotated cuda:0), 3 rh, 4 alpha, 5 y, 6 w
 EtProgram CopiedAroundADelegate(Storage& storage, std::optional<std::string> target) {
   storage.payload = AddPayload(2);
-  EtValue w = FloatTensor();
+  EtValue w = FloatTensor({kRows, kCols});
   w.tensor.data.kind = EtDataKind::kConstantBuffer;
   w.tensor.data.bytes = storage.weight;
   EtProgram p = OneMethod(
-      {FloatTensor(), OnCuda0(FloatTensor()), OnCuda0(FloatTensor()), FloatTensor(), Int(1),
-       FloatTensor(), w},
+      {FloatTensor({kRows, kCols}), OnCuda0(FloatTensor({kRows, kCols})), OnCuda0(FloatTensor({kRows, kCols})), FloatTensor({kRows, kCols}), Int(1),
+       FloatTensor({kRows, kCols}), w},
       {5},
-      {Kernel(kH2d, {0, 1, 1}), DelegateCall({1, 6, 2}), Kernel(kD2h, {2, 3, 3}),
-       Kernel(kAdd, {3, 3, 4, 5, 5})});
+      {KernelCall(kH2d, {0, 1, 1}), DelegateCall({1, 6, 2}), KernelCall(kD2h, {2, 3, 3}),
+       KernelCall(kAdd, {3, 3, 4, 5, 5})});
   AddDelegate(p, storage, std::move(target));
   return p;
 }
@@ -256,8 +222,8 @@ TEST(ExporterAuditTest, CopiesTheExporterLeftOutAreReported) {
   // delegate's instruction) and r, the delegate's only result, back for the add.
   Storage storage;
   storage.payload = AddPayload(1);
-  EtProgram p = OneMethod({FloatTensor(), FloatTensor(), Int(1), FloatTensor()}, {3},
-                          {DelegateCall({0, 1}), Kernel(kAdd, {1, 1, 2, 3, 3})});
+  EtProgram p = OneMethod({FloatTensor({kRows, kCols}), FloatTensor({kRows, kCols}), Int(1), FloatTensor({kRows, kCols})}, {3},
+                          {DelegateCall({0, 1}), KernelCall(kAdd, {1, 1, 2, 3, 3})});
   AddDelegate(p, storage, "cuda:0");
   Runtime rt;
   Loaded l;
@@ -280,8 +246,8 @@ TEST(ExporterAuditTest, AnUnneededCopyAndAnAnnotationReadElsewhereAreReported) {
   // (instruction 1): nothing runs on a device, so Ferry does not copy. The annotation is not
   // checked for a value the exporter copies: its readers may read the copy.
   EtProgram p =
-      OneMethod({OnCuda0(FloatTensor()), FloatTensor(), Int(1), FloatTensor(), FloatTensor()},
-                {3}, {Kernel(kH2d, {0, 1, 1}), Kernel(kAdd, {1, 1, 2, 3, 3})});
+      OneMethod({OnCuda0(FloatTensor({kRows, kCols})), FloatTensor({kRows, kCols}), Int(1), FloatTensor({kRows, kCols}), FloatTensor({kRows, kCols})},
+                {3}, {KernelCall(kH2d, {0, 1, 1}), KernelCall(kAdd, {1, 1, 2, 3, 3})});
   Runtime rt;
   Loaded l;
   Load(p, rt, l);
@@ -292,8 +258,8 @@ TEST(ExporterAuditTest, AnUnneededCopyAndAnAnnotationReadElsewhereAreReported) {
   EXPECT_EQ(NameOf(l, l.findings[0]), "input 0");
 
   // Without the copy, the annotation itself is the finding: x is read by the add on the host.
-  EtProgram q = OneMethod({OnCuda0(FloatTensor()), Int(1), FloatTensor()}, {2},
-                          {Kernel(kAdd, {0, 0, 1, 2, 2})});
+  EtProgram q = OneMethod({OnCuda0(FloatTensor({kRows, kCols})), Int(1), FloatTensor({kRows, kCols})}, {2},
+                          {KernelCall(kAdd, {0, 0, 1, 2, 2})});
   Loaded k;
   Load(q, rt, k);
   ASSERT_NE(k.method, nullptr);

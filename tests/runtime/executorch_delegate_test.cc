@@ -22,12 +22,16 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/ptd_builder.h"
+#include "tests/testing/et_program_parts.h"
 #include "tests/testing/pte_writer.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {
 namespace {
 
+using ::ferry::testing::FloatTensor;
+using ::ferry::testing::Int;
+using ::ferry::testing::RenamedBackend;
 using ::ferry::testing::FloatBytes;
 using ::ferry::testing::StatusIs;
 using ::testing::AllOf;
@@ -37,42 +41,6 @@ using ::testing::Pointwise;
 using ::testing::FloatEq;
 
 constexpr char kBackendId[] = "FerryGraphBackend";
-
-// Ferry's graph backend under another name, as an application registers a backend for the id an
-// ExecuTorch exporter wrote.
-class RenamedBackend : public Backend {
- public:
-  RenamedBackend(std::string name, std::unique_ptr<Backend> inner)
-      : name_(std::move(name)), inner_(std::move(inner)) {}
-  absl::string_view name() const override { return name_; }
-  bool SupportsDevice(DeviceType type) const override { return inner_->SupportsDevice(type); }
-  absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
-    return inner_->Init(init);
-  }
-
- private:
-  std::string name_;
-  std::unique_ptr<Backend> inner_;
-};
-
-EtValue FloatTensor(std::vector<int64_t> sizes) {
-  EtValue v;
-  v.kind = EtValueKind::kTensor;
-  v.tensor.scalar_type = 6;
-  v.tensor.dtype = DType::kFloat32;
-  v.tensor.element_size = 4;
-  v.tensor.sizes = std::move(sizes);
-  for (int64_t s : v.tensor.sizes) v.tensor.numel = (v.tensor.numel == 0 ? 1 : v.tensor.numel) * s;
-  v.tensor.byte_size = v.tensor.numel * 4;
-  return v;
-}
-
-EtValue Int(int64_t i) {
-  EtValue v;
-  v.kind = EtValueKind::kInt;
-  v.int_value = i;
-  return v;
-}
 
 constexpr int64_t kRows = 2, kCols = 3;
 const std::vector<float> kWeight = {0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -3.0f};

@@ -30,6 +30,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/json_check.h"
 #include "tests/testing/ptd_builder.h"
+#include "tests/testing/et_program_parts.h"
 #include "tests/testing/pte_writer.h"
 #include "tests/testing/status_matchers.h"
 
@@ -37,6 +38,9 @@ namespace ferry {
 namespace {
 
 using ::ferry::testing::BuildPtd;
+using ::ferry::testing::FloatTensor;
+using ::ferry::testing::Int;
+using ::ferry::testing::KernelCall;
 using ::ferry::testing::FloatBytes;
 using ::ferry::testing::StatusIs;
 using ::testing::AllOf;
@@ -570,31 +574,6 @@ TEST(ExecuTorchProgramTest, MutatedProgramsAreRefusedOrRunNeverCrash) {
 // ---------------------------------------------------------------------------------------------
 // Hand-made programs: plain EtProgram data.
 
-EtValue FloatTensor(std::vector<int64_t> sizes) {
-  EtValue v;
-  v.kind = EtValueKind::kTensor;
-  v.tensor.scalar_type = 6;
-  v.tensor.dtype = DType::kFloat32;
-  v.tensor.element_size = 4;
-  v.tensor.sizes = std::move(sizes);
-  return v;
-}
-
-EtValue Int(int64_t i) {
-  EtValue v;
-  v.kind = EtValueKind::kInt;
-  v.int_value = i;
-  return v;
-}
-
-EtInstruction Call(int32_t op, std::vector<int32_t> args) {
-  EtInstruction i;
-  i.kind = EtInstructionKind::kKernelCall;
-  i.op_index = op;
-  i.args = std::move(args);
-  return i;
-}
-
 // forward(x) = y, where y = x + x, then y = y + y: value 1 is written twice, as ExecuTorch does
 // when it reuses an `out`.
 EtProgram ReusedOut(int64_t alpha) {
@@ -605,7 +584,7 @@ EtProgram ReusedOut(int64_t alpha) {
   m.inputs = {0};
   m.outputs = {1};
   m.operators = {{"aten::add", "out"}};
-  m.instructions = {Call(0, {0, 0, 2, 1, 1}), Call(0, {1, 1, 2, 1, 1})};
+  m.instructions = {KernelCall(0, {0, 0, 2, 1, 1}), KernelCall(0, {1, 1, 2, 1, 1})};
   p.methods.push_back(std::move(m));
   return p;
 }
@@ -684,9 +663,9 @@ TEST(ExecuTorchImportTest, LinearLayerOpsRunAgainstANaiveReference) {
                  {"aten::view_copy", "out"},    {"aten::linear", "out"}, {"aten::mm", "out"},
                  {"aten::sub", "out"},          {"aten::clone", "out"},  {"aten::div", "out"}};
   m.instructions = {
-      Call(0, {1, 5, 6, 6}),        Call(1, {2, 0, 6, 3, 3, 7, 7}), Call(2, {7, 8, 8}),
-      Call(3, {8, 10, 11, 11}),     Call(4, {0, 1, 2, 12, 12}),     Call(5, {0, 6, 13, 13}),
-      Call(6, {12, 13, 3, 14, 14}), Call(7, {12, 17, 15, 15}),      Call(8, {15, 7, 16, 16}),
+      KernelCall(0, {1, 5, 6, 6}),        KernelCall(1, {2, 0, 6, 3, 3, 7, 7}), KernelCall(2, {7, 8, 8}),
+      KernelCall(3, {8, 10, 11, 11}),     KernelCall(4, {0, 1, 2, 12, 12}),     KernelCall(5, {0, 6, 13, 13}),
+      KernelCall(6, {12, 13, 3, 14, 14}), KernelCall(7, {12, 17, 15, 15}),      KernelCall(8, {15, 7, 16, 16}),
   };
   p.methods.push_back(std::move(m));
   ASSERT_OK_AND_ASSIGN(EtImport imported, ImportExecuTorchProgram(p));
@@ -839,12 +818,12 @@ TEST(ExecuTorchImportTest, CopiedViewsAndCatRunAgainstANaiveReference) {
        {"aten::squeeze_copy", "dims_out"},
        {"aten::cat", "out"}},
       {
-          Call(0, {0, 4, 18, 7, 7}),
-          Call(1, {7, 8, 8, 9, 1, 10, 10}),
-          Call(2, {0, 8, 11, 11}),
-          Call(3, {11, 6, 12, 12}),
-          Call(4, {12, 14, 15, 15}),
-          Call(5, {16, 6, 17, 17}),
+          KernelCall(0, {0, 4, 18, 7, 7}),
+          KernelCall(1, {7, 8, 8, 9, 1, 10, 10}),
+          KernelCall(2, {0, 8, 11, 11}),
+          KernelCall(3, {11, 6, 12, 12}),
+          KernelCall(4, {12, 14, 15, 15}),
+          KernelCall(5, {16, 6, 17, 17}),
       });
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
   ASSERT_OK_AND_ASSIGN(const MethodDef* def_ptr, program->method("forward"));
@@ -903,11 +882,11 @@ TEST(ExecuTorchImportTest, SoftmaxMeanEqWhereRunAgainstANaiveReference) {
        {"aten::eq", "Scalar_out"},
        {"aten::where", "self_out"}},
       {
-          Call(0, {0, 1, 2, 3, 3}),
-          Call(1, {0, 4, 5, 6, 7, 7}),
-          Call(1, {0, 6, 2, 6, 8, 8}),
-          Call(2, {0, 9, 10, 10}),
-          Call(3, {10, 3, 0, 11, 11}),
+          KernelCall(0, {0, 1, 2, 3, 3}),
+          KernelCall(1, {0, 4, 5, 6, 7, 7}),
+          KernelCall(1, {0, 6, 2, 6, 8, 8}),
+          KernelCall(2, {0, 9, 10, 10}),
+          KernelCall(3, {10, 3, 0, 11, 11}),
       });
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
   Runtime rt;
@@ -957,11 +936,11 @@ TEST(ExecuTorchImportTest, CastsOfComputedTensorsRun) {
       {0}, {3, 5, 8},
       {{"dim_order_ops::_to_dim_order_copy", "out"}, {"aten::eq", "Scalar_out"}},
       {
-          Call(0, {0, 1, 2, 3, 3}),
-          Call(0, {3, 1, 2, 4, 4}),
-          Call(0, {4, 1, 2, 5, 5}),
-          Call(1, {3, 6, 7, 7}),
-          Call(0, {7, 1, 2, 8, 8}),
+          KernelCall(0, {0, 1, 2, 3, 3}),
+          KernelCall(0, {3, 1, 2, 4, 4}),
+          KernelCall(0, {4, 1, 2, 5, 5}),
+          KernelCall(1, {3, 6, 7, 7}),
+          KernelCall(0, {7, 1, 2, 8, 8}),
       });
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
   Runtime rt;
@@ -1002,10 +981,10 @@ TEST(ExecuTorchImportTest, IndexPutAndCopyRunAgainstANaiveReference) {
       {{"aten::index_put", "out"}, {"aten::copy", "out"}, {"aten::index_put_", ""},
        {"aten::copy_", ""}},
       {
-          Call(0, {0, 4, 2, 5, 6, 6}),
-          Call(1, {6, 3, 5, 7, 7}),
-          Call(2, {7, 4, 2, 5, 7}),
-          Call(3, {6, 7, 5, 6}),
+          KernelCall(0, {0, 4, 2, 5, 6, 6}),
+          KernelCall(1, {6, 3, 5, 7, 7}),
+          KernelCall(2, {7, 4, 2, 5, 7}),
+          KernelCall(3, {6, 7, 5, 6}),
       });
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
   Runtime rt;
@@ -1043,7 +1022,7 @@ TEST(ExecuTorchImportTest, IndexPutAndCopyRunAgainstANaiveReference) {
 TEST(ExecuTorchImportTest, UnsupportedArgumentsAreRefusedNamingTheInstruction) {
   // _softmax with half_to_float.
   EtProgram softmax = OneMethod({FloatTensor({2}), Int(0), Bool(true), FloatTensor({2})}, {0},
-                                {3}, {{"aten::_softmax", "out"}}, {Call(0, {0, 1, 2, 3, 3})});
+                                {3}, {{"aten::_softmax", "out"}}, {KernelCall(0, {0, 1, 2, 3, 3})});
   EXPECT_THAT(ThroughFile(softmax),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("method \"forward\", instruction 0 (aten::_softmax.out): "
@@ -1059,7 +1038,7 @@ TEST(ExecuTorchImportTest, UnsupportedArgumentsAreRefusedNamingTheInstruction) {
                                  "only alpha = 1 is supported")));
   // mean to int64.
   EtProgram mean = OneMethod({FloatTensor({2}), EtValue{}, Bool(false), Int(4), FloatTensor({})},
-                             {0}, {4}, {{"aten::mean", "out"}}, {Call(0, {0, 1, 2, 3, 4, 4})});
+                             {0}, {4}, {{"aten::mean", "out"}}, {KernelCall(0, {0, 1, 2, 3, 4, 4})});
   EXPECT_THAT(ThroughFile(mean),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("instruction 0 (aten::mean.out): dtype is int64; only a float32 "
@@ -1068,7 +1047,7 @@ TEST(ExecuTorchImportTest, UnsupportedArgumentsAreRefusedNamingTheInstruction) {
   EtProgram put = OneMethod(
       {FloatTensor({4}), Int64Tensor({1}), TensorList({1}), FloatTensor({1}), Bool(true),
        FloatTensor({4})},
-      {0, 1, 3}, {5}, {{"aten::index_put", "out"}}, {Call(0, {0, 2, 3, 4, 5, 5})});
+      {0, 1, 3}, {5}, {{"aten::index_put", "out"}}, {KernelCall(0, {0, 2, 3, 4, 5, 5})});
   EXPECT_THAT(ThroughFile(put),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("instruction 0 (aten::index_put.out): accumulate is true")));
@@ -1079,7 +1058,7 @@ TEST(ExecuTorchImportTest, OpsThatDoNotTakeBoolAreRefusedAtLoad) {
   EtProgram p = OneMethod(
       {FloatTensor({2}), Int(1), BoolTensor({2}), BoolTensor({2})}, {0}, {3},
       {{"aten::eq", "Scalar_out"}, {"aten::add", "out"}},
-      {Call(0, {0, 1, 2, 2}), Call(1, {2, 2, 1, 3, 3})});
+      {KernelCall(0, {0, 1, 2, 2}), KernelCall(1, {2, 2, 1, 3, 3})});
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
   Runtime rt;
   EXPECT_THAT(rt.LoadMethod(*program, "forward"),
@@ -1099,7 +1078,7 @@ TEST(ExecuTorchImportTest, CliRunsBoolAndInt32InputsAndOutputs) {
       {{"aten::eq", "Scalar_out"},
        {"dim_order_ops::_to_dim_order_copy", "out"},
        {"aten::where", "self_out"}},
-      {Call(0, {1, 2, 3, 3}), Call(1, {3, 4, 5, 6, 6}), Call(2, {0, 1, 6, 7, 7})});
+      {KernelCall(0, {1, 2, 3, 3}), KernelCall(1, {3, 4, 5, 6, 6}), KernelCall(2, {0, 1, 6, 7, 7})});
   const std::string path =
       (std::filesystem::temp_directory_path() /
        absl::StrCat("ferry_executorch_bool_int32_", getpid(), ".pte"))
