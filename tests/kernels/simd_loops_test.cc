@@ -285,6 +285,30 @@ void RunKernel(const OpRegistry& ops, const std::string& op, std::vector<OpArg> 
   ASSERT_OK(ops.Find(op)->kernel({args.data(), args.size()}, {&res, 1}));
 }
 
+// Softmax of `x` ([rows, n], row-major) along its last dimension into `out` (contiguous rows),
+// and of the same data seen as the transposed [n, rows] view along dimension 0 into `strided`
+// (the strided kernel): the two should agree.
+void SoftmaxBothWays(const OpRegistry& ops, std::vector<float>& x, int64_t rows, int64_t n,
+                     std::vector<float>& out, std::vector<float>& strided) {
+  TensorRef tx = TensorRef::Contiguous(DType::kFloat32, {rows, n}, x.data());
+  TensorRef to = TensorRef::Contiguous(DType::kFloat32, {rows, n}, out.data());
+  const Scalar last = Scalar::Int(-1), first = Scalar::Int(0);
+  OpArg a0, a1;
+  a0.tensor = &tx;
+  a1.scalar = &last;
+  RunKernel(ops, "softmax", {a0, a1}, to);
+  // The same data as [n, rows] with strides {1, n}.
+  TensorRef txt = TensorRef::Contiguous(DType::kFloat32, {n, rows}, x.data());
+  txt.strides[0] = 1;
+  txt.strides[1] = n;
+  TensorRef tst = TensorRef::Contiguous(DType::kFloat32, {n, rows}, strided.data());
+  tst.strides[0] = 1;
+  tst.strides[1] = n;
+  a0.tensor = &txt;
+  a1.scalar = &first;
+  RunKernel(ops, "softmax", {a0, a1}, tst);
+}
+
 // Softmax along the last dimension of [rows, n], each row against a double reference: elements
 // within 2e-6 relative (plus the rounding of the float x - max that both kernels share), each
 // row's sum within 1e-6 of 1; and against the strided kernel (softmax along dimension 0 of the
@@ -295,23 +319,7 @@ TEST_P(SimdLoopsTest, SoftmaxRowsMatchTheReferenceAndTheStridedKernel) {
     const std::string at = " n=" + std::to_string(n);
     std::vector<float> x = Spread(kRows * n, 7, -40.0f, 40.0f);
     std::vector<float> out(kRows * n, -1.0f), strided(kRows * n, -1.0f);
-    TensorRef tx = TensorRef::Contiguous(DType::kFloat32, {kRows, n}, x.data());
-    TensorRef to = TensorRef::Contiguous(DType::kFloat32, {kRows, n}, out.data());
-    const Scalar last = Scalar::Int(-1), first = Scalar::Int(0);
-    OpArg a0, a1;
-    a0.tensor = &tx;
-    a1.scalar = &last;
-    RunKernel(ops_, "softmax", {a0, a1}, to);
-    // The same data as [n, rows] with strides {1, n}.
-    TensorRef txt = TensorRef::Contiguous(DType::kFloat32, {n, kRows}, x.data());
-    txt.strides[0] = 1;
-    txt.strides[1] = n;
-    TensorRef tst = TensorRef::Contiguous(DType::kFloat32, {n, kRows}, strided.data());
-    tst.strides[0] = 1;
-    tst.strides[1] = n;
-    a0.tensor = &txt;
-    a1.scalar = &first;
-    RunKernel(ops_, "softmax", {a0, a1}, tst);
+    SoftmaxBothWays(ops_, x, kRows, n, out, strided);
     for (int64_t r = 0; r < kRows; ++r) {
       const float* xr = x.data() + r * n;
       double max = -INFINITY, sum = 0, got_sum = 0;
@@ -348,22 +356,7 @@ TEST_P(SimdLoopsTest, SoftmaxRowsWithInfinitiesAndNanMatchTheStridedKernel) {
   for (const auto& r : rows) x.insert(x.end(), r.begin(), r.end());
   const int64_t kRows = static_cast<int64_t>(rows.size());
   std::vector<float> out(x.size()), strided(x.size());
-  TensorRef tx = TensorRef::Contiguous(DType::kFloat32, {kRows, n}, x.data());
-  TensorRef to = TensorRef::Contiguous(DType::kFloat32, {kRows, n}, out.data());
-  const Scalar last = Scalar::Int(-1), first = Scalar::Int(0);
-  OpArg a0, a1;
-  a0.tensor = &tx;
-  a1.scalar = &last;
-  RunKernel(ops_, "softmax", {a0, a1}, to);
-  TensorRef txt = TensorRef::Contiguous(DType::kFloat32, {n, kRows}, x.data());
-  txt.strides[0] = 1;
-  txt.strides[1] = n;
-  TensorRef tst = TensorRef::Contiguous(DType::kFloat32, {n, kRows}, strided.data());
-  tst.strides[0] = 1;
-  tst.strides[1] = n;
-  a0.tensor = &txt;
-  a1.scalar = &first;
-  RunKernel(ops_, "softmax", {a0, a1}, tst);
+  SoftmaxBothWays(ops_, x, kRows, n, out, strided);
   EXPECT_EQ(out[4], 0.0f);
   EXPECT_EQ(out[4 * n], 0.0f);
   for (int64_t r = 1; r <= 3; ++r) {
