@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ferry/runtime/cli/commands.h"
+#include "tests/testing/cli_run.h"
 #include "tests/testing/json_check.h"
 #include "tests/testing/reference_decoder.h"
 #include "tests/testing/status_matchers.h"
@@ -30,10 +31,8 @@ using ::ferry::testing::IsValidJson;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = ::ferry::testing::CliResult;
+using ::ferry::testing::RunCli;
 
 std::string ReadAll(std::FILE* f) {
   std::rewind(f);
@@ -42,18 +41,6 @@ std::string ReadAll(std::FILE* f) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
   return s;
-}
-
-Result RunCli(Options options) {
-  std::FILE* out = std::tmpfile();
-  std::FILE* err = std::tmpfile();
-  Result r;
-  r.code = RunCommand(options, out, err);
-  r.out = ReadAll(out);
-  r.err = ReadAll(err);
-  std::fclose(out);
-  std::fclose(err);
-  return r;
 }
 
 // ParseArgs on `ferry <args>`, with `default_program` as the program used when none is named.

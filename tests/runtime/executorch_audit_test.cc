@@ -27,6 +27,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/ptd_builder.h"
+#include "tests/testing/cli_run.h"
 #include "tests/testing/et_program_parts.h"
 #include "tests/testing/pte_writer.h"
 #include "tests/testing/status_matchers.h"
@@ -286,17 +287,10 @@ TEST(ExporterAuditTest, PlanAuditPrintsOneLinePerFinding) {
   o.audit = true;
   o.calls = 1;
   o.warmup = 0;
-  std::FILE* out = std::tmpfile();
-  std::FILE* err = std::tmpfile();
-  const int code = cli::RunCommand(o, out, err);
-  std::string text(1 << 16, '\0');
-  std::rewind(out);
-  text.resize(std::fread(text.data(), 1, text.size(), out));
-  std::fclose(out);
-  std::fclose(err);
+  const testing::CliResult r = testing::RunCli(o);
   std::filesystem::remove(path);
-  EXPECT_EQ(code, cli::kExitOk);
-  EXPECT_THAT(text, HasSubstr("audit: 1 difference between the exporter's placement and "
+  EXPECT_EQ(r.code, cli::kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("audit: 1 difference between the exporter's placement and "
                               "Ferry's\n  host constant to a device delegate: method \"forward\", "
                               "instruction 1: the constant value \"value 6\""));
 }

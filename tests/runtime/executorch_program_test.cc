@@ -30,6 +30,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/json_check.h"
 #include "tests/testing/ptd_builder.h"
+#include "tests/testing/cli_run.h"
 #include "tests/testing/et_program_parts.h"
 #include "tests/testing/pte_writer.h"
 #include "tests/testing/status_matchers.h"
@@ -38,6 +39,8 @@ namespace ferry {
 namespace {
 
 using ::ferry::testing::BuildPtd;
+using ::ferry::testing::CliResult;
+using ::ferry::testing::RunCli;
 using ::ferry::testing::FloatTensor;
 using ::ferry::testing::Int;
 using ::ferry::testing::KernelCall;
@@ -372,40 +375,10 @@ TEST(ExecuTorchProgramTest, CliPlansAndRunsAPte) {
     o.method_given = true;
     o.calls = 1;
     o.warmup = 0;
-    std::FILE* out = std::tmpfile();
-    std::FILE* err = std::tmpfile();
-    const int code = cli::RunCommand(o, out, err);
-    std::string text(1 << 16, '\0');
-    std::rewind(out);
-    text.resize(std::fread(text.data(), 1, text.size(), out));
-    std::string errors(1 << 16, '\0');
-    std::rewind(err);
-    errors.resize(std::fread(errors.data(), 1, errors.size(), err));
-    std::fclose(out);
-    std::fclose(err);
-    EXPECT_EQ(code, cli::kExitOk) << errors;
-    EXPECT_THAT(text, HasSubstr(command == "plan" ? "arenas:" : "output 0"));
+    const CliResult r = RunCli(o);
+    EXPECT_EQ(r.code, cli::kExitOk) << r.err;
+    EXPECT_THAT(r.out, HasSubstr(command == "plan" ? "arenas:" : "output 0"));
   }
-}
-
-struct CliResult {
-  int code = 0;
-  std::string out, err;
-};
-
-CliResult RunCli(const cli::Options& o) {
-  std::FILE* out = std::tmpfile();
-  std::FILE* err = std::tmpfile();
-  CliResult r;
-  r.code = cli::RunCommand(o, out, err);
-  for (auto [f, text] : {std::pair{out, &r.out}, std::pair{err, &r.err}}) {
-    std::rewind(f);
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text->append(buf, n);
-    std::fclose(f);
-  }
-  return r;
 }
 
 cli::Options LinearCli(const std::string& command) {
@@ -1096,16 +1069,10 @@ TEST(ExecuTorchImportTest, CliRunsBoolAndInt32InputsAndOutputs) {
     o.warmup = 0;
     o.inputs["0"] = std::move(cond);
     o.inputs["1"] = {2, 3, 2, -1};
-    std::FILE* out = std::tmpfile();
-    std::FILE* err = std::tmpfile();
-    const int code = cli::RunCommand(o, out, err);
-    for (auto [file, s] : {std::pair{out, text}, std::pair{err, errors}}) {
-      s->assign(1 << 16, '\0');
-      std::rewind(file);
-      s->resize(std::fread(s->data(), 1, s->size(), file));
-      std::fclose(file);
-    }
-    return code;
+    CliResult r = RunCli(o);
+    *text = std::move(r.out);
+    *errors = std::move(r.err);
+    return r.code;
   };
   std::string text, errors;
   ASSERT_EQ(run({1, 0, 1, 1}, &text, &errors), cli::kExitOk) << errors;
