@@ -58,6 +58,17 @@ std::vector<uint8_t> ChainProgram(int n) {
   return std::move(pb.Build()).value();
 }
 
+// The chain peers are compared on (bench/README.md): N host adds of a constant, no delegates.
+std::vector<uint8_t> AddChainProgram(int n) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId v = m.Input("x", DType::kFloat32, {16});
+  ValueId w = m.ConstantF32("w", {16}, std::vector<float>(16, 0.5f));
+  for (int i = 0; i < n; ++i) v = m.Op("add", {v, w});
+  m.Output(v);
+  return std::move(pb.Build()).value();
+}
+
 // Loads the program once; the status of the load.
 absl::Status LoadOnce(const Runtime& rt, const std::vector<uint8_t>& bytes) {
   auto program = Program::FromBytes(bytes);
@@ -65,9 +76,8 @@ absl::Status LoadOnce(const Runtime& rt, const std::vector<uint8_t>& bytes) {
   return rt.LoadMethod(**program, "forward").status();
 }
 
-void BM_Load(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  std::vector<uint8_t> bytes = ChainProgram(n);
+// The steady-state load of `bytes`, a method of `n` nodes.
+void TimeLoads(benchmark::State& state, int n, const std::vector<uint8_t>& bytes) {
   Runtime rt;
   if (absl::Status s = LoadOnce(rt, bytes); !s.ok()) {
     state.SkipWithError(std::string(s.message()).c_str());
@@ -84,11 +94,22 @@ void BM_Load(benchmark::State& state) {
       static_cast<double>(n) * 1e-6,
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
+
+void BM_Load(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  TimeLoads(state, n, ChainProgram(n));
+}
 BENCHMARK(BM_Load)
     ->RangeMultiplier(10)
     ->Range(100, 100000)
     ->Unit(benchmark::kMillisecond)
     ->Complexity();
+
+void BM_LoadAddChain(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  TimeLoads(state, n, AddChainProgram(n));
+}
+BENCHMARK(BM_LoadAddChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 // The same load split into its parts, each reported in us per node: verify (Program::FromBytes),
 // placement (op schemas, shape inference and placement), planning (arena offsets),
