@@ -4,6 +4,7 @@
 // index math) and a strided path for everything else (broadcast views, transposes, slices and
 // strided results). In-place forms share the functional kernels: their result aliases argument 0
 // with argument 0's layout, so the same loop writes argument 0.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -28,7 +29,6 @@ inline int64_t WrapSub(int64_t a, int64_t b) {
 inline int64_t WrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
-
 
 // Contiguous float32 tensors of at least this many elements run the loops built for the CPU's
 // SIMD level (kernels/internal/simd_loops.h); shorter ones the inline loop, which costs no call.
@@ -88,18 +88,23 @@ struct Minimum {
   static int64_t Apply(int64_t a, int64_t b) { return a < b ? a : b; }
 };
 
+// Built once per op: infer runs per node at load, and names the op only on error.
 template <typename Op, bool kInPlace>
-std::string OpName() {
-  return kInPlace ? absl::StrCat(Op::kName, "_") : std::string(Op::kName);
+absl::string_view OpName() {
+  static const std::string* const name =
+      new std::string(kInPlace ? absl::StrCat(Op::kName, "_") : std::string(Op::kName));
+  return *name;
 }
 
 template <typename Op, bool kInPlace>
 absl::Status BinaryInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
-  const std::string op = OpName<Op, kInPlace>();
+  const absl::string_view op = OpName<Op, kInPlace>();
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
   FERRY_ASSIGN_OR_RETURN(const TensorRef* a, TensorArg(op, args, 0));
   if (!Op::kIntOk) FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *a, DType::kFloat32));
-  std::vector<int64_t> out_sizes(Sizes(*a).begin(), Sizes(*a).end());
+  int64_t out_sizes[kMaxRank];
+  int out_rank = a->rank;
+  std::copy(a->sizes.begin(), a->sizes.begin() + a->rank, out_sizes);
   if (args[1].tensor != nullptr) {
     FERRY_ASSIGN_OR_RETURN(const TensorRef* b, TensorArg(op, args, 1));
     FERRY_RETURN_IF_ERROR(CheckSameDType(op, 1, *b, 0, *a));
@@ -108,9 +113,9 @@ absl::Status BinaryInfer(absl::Span<const OpArg> args, absl::Span<InferredResult
         return OpError(op, "argument 1 has shape ", ShapeString(*b),
                        ", which does not broadcast to ", ShapeString(*a));
       }
-    } else if (!BroadcastShapes(Sizes(*a), Sizes(*b), &out_sizes)) {
-      return OpError(op, "argument 1 has shape ", ShapeString(*b), ", which does not broadcast with ",
-                     ShapeString(*a));
+    } else if (!BroadcastShapes(Sizes(*a), Sizes(*b), out_sizes, &out_rank)) {
+      return OpError(op, "argument 1 has shape ", ShapeString(*b),
+                     ", which does not broadcast with ", ShapeString(*a));
     }
   } else if (args[1].scalar != nullptr) {
     FERRY_ASSIGN_OR_RETURN(const Scalar* s, NumberArg(op, args, 1));
@@ -121,7 +126,7 @@ absl::Status BinaryInfer(absl::Span<const OpArg> args, absl::Span<InferredResult
   if (kInPlace) {
     results[0] = ViewResult(*a);
   } else {
-    results[0].layout = ContiguousLayout(a->dtype, out_sizes);
+    results[0].layout = ContiguousLayout(a->dtype, absl::MakeConstSpan(out_sizes, out_rank));
     results[0].view_offset = 0;
   }
   return absl::OkStatus();
@@ -148,10 +153,9 @@ template <typename Op, typename T>
   int64_t b_strides[kMaxRank];
   BroadcastStrides(a, out.rank, out.sizes.data(), a_strides);
   BroadcastStrides(b, out.rank, out.sizes.data(), b_strides);
-  ForEachOffset<3>(out.rank, out.sizes.data(), {out.strides.data(), a_strides, b_strides},
-                   [&](const std::array<int64_t, 3>& off) {
-                     o[off[0]] = Op::Apply(x[off[1]], y[off[2]]);
-                   });
+  ForEachOffset<3>(
+      out.rank, out.sizes.data(), {out.strides.data(), a_strides, b_strides},
+      [&](const std::array<int64_t, 3>& off) { o[off[0]] = Op::Apply(x[off[1]], y[off[2]]); });
 }
 
 template <typename Op, typename T>
@@ -191,10 +195,11 @@ absl::Status BinaryKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* co
 
 template <typename Op>
 absl::Status RegisterBinary(OpRegistry& registry) {
-  FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema(OpName<Op, false>(), 2, 2, 1,
+  FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema(std::string(OpName<Op, false>()), 2, 2, 1,
                                                      &BinaryInfer<Op, false>, &BinaryKernel<Op>)));
-  return registry.Register(MakeSchema(OpName<Op, true>(), 2, 2, 1, &BinaryInfer<Op, true>,
-                                      &BinaryKernel<Op>, /*written_args=*/{0}, /*view_of=*/{0}));
+  return registry.Register(MakeSchema(std::string(OpName<Op, true>()), 2, 2, 1,
+                                      &BinaryInfer<Op, true>, &BinaryKernel<Op>,
+                                      /*written_args=*/{0}, /*view_of=*/{0}));
 }
 
 // ---- Unary ----------------------------------------------------------------------------------
@@ -220,12 +225,12 @@ struct Abs {
   static int64_t Apply(int64_t a) { return a < 0 ? WrapSub(0, a) : a; }
 };
 
-#define FERRY_FLOAT_UNARY(Type, name, expr)              \
-  struct Type {                                          \
-    static constexpr const char* kName = name;           \
-    static constexpr bool kIntOk = false;                \
-    static float Apply(float x) { return expr; }         \
-    static int64_t Apply(int64_t) { return 0; }          \
+#define FERRY_FLOAT_UNARY(Type, name, expr)      \
+  struct Type {                                  \
+    static constexpr const char* kName = name;   \
+    static constexpr bool kIntOk = false;        \
+    static float Apply(float x) { return expr; } \
+    static int64_t Apply(int64_t) { return 0; }  \
   }
 
 FERRY_FLOAT_UNARY(Exp, "exp", std::exp(x));
@@ -244,7 +249,7 @@ FERRY_FLOAT_UNARY(Rsqrt, "rsqrt", 1.0f / std::sqrt(x));
 
 template <typename Op, bool kInPlace>
 absl::Status UnaryInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
-  const std::string op = OpName<Op, kInPlace>();
+  const absl::string_view op = OpName<Op, kInPlace>();
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 1, 1, results, 1));
   FERRY_ASSIGN_OR_RETURN(const TensorRef* a, TensorArg(op, args, 0));
   if (!Op::kIntOk) FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *a, DType::kFloat32));
@@ -290,10 +295,11 @@ absl::Status UnaryKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* con
 
 template <typename Op>
 absl::Status RegisterUnary(OpRegistry& registry) {
-  FERRY_RETURN_IF_ERROR(registry.Register(
-      MakeSchema(OpName<Op, false>(), 1, 1, 1, &UnaryInfer<Op, false>, &UnaryKernel<Op>)));
-  return registry.Register(MakeSchema(OpName<Op, true>(), 1, 1, 1, &UnaryInfer<Op, true>,
-                                      &UnaryKernel<Op>, /*written_args=*/{0}, /*view_of=*/{0}));
+  FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema(std::string(OpName<Op, false>()), 1, 1, 1,
+                                                     &UnaryInfer<Op, false>, &UnaryKernel<Op>)));
+  return registry.Register(MakeSchema(std::string(OpName<Op, true>()), 1, 1, 1,
+                                      &UnaryInfer<Op, true>, &UnaryKernel<Op>, /*written_args=*/{0},
+                                      /*view_of=*/{0}));
 }
 
 // ---- fill_, copy_ ---------------------------------------------------------------------------
@@ -371,8 +377,8 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(RegisterUnary<Gelu>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Sqrt>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Rsqrt>(registry));
-  FERRY_RETURN_IF_ERROR(registry.Register(
-      MakeSchema("fill_", 2, 2, 1, &FillInfer, &FillKernel, /*written_args=*/{0}, /*view_of=*/{0})));
+  FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("fill_", 2, 2, 1, &FillInfer, &FillKernel,
+                                                     /*written_args=*/{0}, /*view_of=*/{0})));
   return registry.Register(
       MakeSchema("copy_", 2, 2, 1, &CopyInfer, &CopyKernel, /*written_args=*/{0}, /*view_of=*/{0}));
 }

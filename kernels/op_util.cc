@@ -117,17 +117,26 @@ absl::StatusOr<int> NormalizeDim(absl::string_view op, int i, int64_t dim, int r
   return static_cast<int>(dim < 0 ? dim + rank : dim);
 }
 
+bool BroadcastShapes(absl::Span<const int64_t> a, absl::Span<const int64_t> b, int64_t* out,
+                     int* rank) {
+  const size_t r = std::max(a.size(), b.size());
+  if (r > static_cast<size_t>(kMaxRank)) return false;
+  for (size_t d = 0; d < r; ++d) {
+    const int64_t sa = d < r - a.size() ? 1 : a[d - (r - a.size())];
+    const int64_t sb = d < r - b.size() ? 1 : b[d - (r - b.size())];
+    if (sa != sb && sa != 1 && sb != 1) return false;
+    out[d] = sa == 1 ? sb : sa;
+  }
+  *rank = static_cast<int>(r);
+  return true;
+}
+
 bool BroadcastShapes(absl::Span<const int64_t> a, absl::Span<const int64_t> b,
                      std::vector<int64_t>* out) {
-  const size_t rank = std::max(a.size(), b.size());
-  if (rank > static_cast<size_t>(kMaxRank)) return false;
-  out->assign(rank, 1);
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t sa = d < rank - a.size() ? 1 : a[d - (rank - a.size())];
-    const int64_t sb = d < rank - b.size() ? 1 : b[d - (rank - b.size())];
-    if (sa != sb && sa != 1 && sb != 1) return false;
-    (*out)[d] = sa == 1 ? sb : sa;
-  }
+  int64_t sizes[kMaxRank];
+  int rank = 0;
+  if (!BroadcastShapes(a, b, sizes, &rank)) return false;
+  out->assign(sizes, sizes + rank);
   return true;
 }
 

@@ -1,4 +1,5 @@
-// Shared pieces of the built-in host ops: argument checks for `infer` and strided loops for kernels.
+// Shared pieces of the built-in host ops: argument checks for `infer` and strided loops for
+// kernels.
 //
 //   FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg("relu", args, 0));
 //   FERRY_RETURN_IF_ERROR(CheckDType("relu", 0, *x, DType::kFloat32));
@@ -74,6 +75,9 @@ absl::StatusOr<int> NormalizeDim(absl::string_view op, int i, int64_t dim, int r
 // do not broadcast or the result exceeds kMaxRank.
 bool BroadcastShapes(absl::Span<const int64_t> a, absl::Span<const int64_t> b,
                      std::vector<int64_t>* out);
+// The same into `out` (kMaxRank entries), setting `*rank`; allocates nothing.
+bool BroadcastShapes(absl::Span<const int64_t> a, absl::Span<const int64_t> b, int64_t* out,
+                     int* rank);
 // Whether `from` broadcasts to exactly `to`.
 bool BroadcastsTo(absl::Span<const int64_t> from, absl::Span<const int64_t> to);
 
