@@ -509,7 +509,7 @@ std::string MethodJson(const Options& options, const BenchFigures& f, double ver
   }
   const LoadTimings& t = f.timings;
   return absl::StrFormat(
-      "\"method\": \"%s\", \"nodes\": %d, \"calls\": %d,\n"
+      "\"method\": %s, \"nodes\": %d, \"calls\": %d,\n"
       "%s\"load_us\": {\"total\": %.3f, \"verify\": %.3f, \"placement\": %.3f, \"planning\": "
       "%.3f, \"materialization\": %.3f},\n"
       "%s\"latency_us\": {\"min\": %.3f, \"median\": %.3f, \"p99\": %.3f},\n"
@@ -522,7 +522,7 @@ std::string MethodJson(const Options& options, const BenchFigures& f, double ver
       "%s\"shared_state_bytes\": %d,\n"
       "%s\"sim_guard\": %s,\n"
       "%s\"arenas\": [%s]",
-      f.method, f.nodes, f.calls, indent, f.load_us + verify_us, verify_us, t.placement_us,
+      JsonString(f.method), f.nodes, f.calls, indent, f.load_us + verify_us, verify_us, t.placement_us,
       t.planning_us, t.materialization_us, indent, f.min, f.median, f.p99, indent,
       f.manifest_copies, f.copies_per_call, f.constant_and_state_copies, indent, f.manifest_bytes,
       f.bytes_per_call, indent, f.agree ? "true" : "false", indent, f.constant_bytes, indent,
@@ -586,9 +586,9 @@ int Bench(const Options& options, const Runtime& rt, const Program& program,
   if (options.json && names.size() == 1) {
     // One method: its object, with the program's device memory beside it.
     absl::FPrintF(out,
-                  "{\"program\": \"%s\", %s,\n \"program_replica_bytes\": %s,\n "
+                  "{\"program\": %s, %s,\n \"program_replica_bytes\": %s,\n "
                   "\"program_shared_state_bytes\": %s}\n",
-                  options.program, MethodJson(options, figures[0], verify_us, " "), replicas,
+                  JsonString(options.program), MethodJson(options, figures[0], verify_us, " "), replicas,
                   states);
   } else if (options.json) {
     std::vector<std::string> objects;
@@ -598,10 +598,10 @@ int Bench(const Options& options, const Runtime& rt, const Program& program,
     size_t made = 0;
     for (const BenchFigures& f : figures) made += f.constant_bytes;
     absl::FPrintF(out,
-                  "{\"program\": \"%s\", \"verify_us\": %.3f,\n \"constant_bytes_at_load\": %d,\n"
+                  "{\"program\": %s, \"verify_us\": %.3f,\n \"constant_bytes_at_load\": %d,\n"
                   " \"program_replica_bytes\": %s,\n \"program_shared_state_bytes\": %s,\n"
                   " \"counters_agree\": %s,\n \"methods\": [\n%s]}\n",
-                  options.program, verify_us, made, replicas, states, agree ? "true" : "false",
+                  JsonString(options.program), verify_us, made, replicas, states, agree ? "true" : "false",
                   absl::StrJoin(objects, ",\n"));
   } else {
     for (const BenchFigures& f : figures) {

@@ -357,6 +357,32 @@ TEST_F(CliTest, BenchJsonHasTheFieldsAndCountersAgree) {
   EXPECT_THAT(r.out, HasSubstr("\"manifest\": 4, \"counted\": 4.000"));
 }
 
+// A path is the user's text: quotes and backslashes in it are escaped in the JSON, for one method
+// and for several.
+TEST(CliBenchTest, JsonEscapesTheProgramPath) {
+  ProgramBuilder pb;
+  ::ferry::testing::AddTwoMethods(pb);
+  const std::string path = TempPath("bench \"quoted\" \\ name.ferry");
+  ASSERT_OK(pb.WriteFile(path));
+  for (const bool one_method : {true, false}) {
+    Options options;
+    options.command = "bench";
+    options.program = path;
+    options.calls = 5;
+    options.json = true;
+    if (one_method) {
+      options.method = "decode";
+      options.method_given = true;
+    }
+    Result r = RunCli(options);
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::string where;
+    EXPECT_TRUE(IsValidJson(r.out, &where)) << where << "\n" << r.out;
+    EXPECT_THAT(r.out, HasSubstr("bench \\\"quoted\\\" \\\\ name.ferry\""));
+  }
+  std::remove(path.c_str());
+}
+
 TEST(JsonCheckTest, AcceptsJsonAndRefusesWhatIsNot) {
   EXPECT_TRUE(IsValidJson(R"({"a": [1, -2.5e3, true, null, "x\"y"], "b": {}})"));
   EXPECT_FALSE(IsValidJson(R"({"a": 1,})"));      // trailing comma
