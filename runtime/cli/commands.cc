@@ -112,8 +112,8 @@ constexpr OptionSpec kOptions[] = {
      "generate N tokens: prefill, then the decode method once per token (see ferry run --help)"},
     {"--dot", nullptr, kPlan, "print Graphviz DOT instead of text"},
     {"--audit", nullptr, kPlan,
-     "list where the exporter's copies and device annotations (ExecuTorch programs) differ from "
-     "Ferry's plan"},
+     "list where the exporter's copies, device annotations and arena devices (ExecuTorch "
+     "programs) differ from Ferry's plan"},
     {"--json", nullptr, kRun | kBench,
      "print JSON instead of text (run: every output with all its values)"},
 };
