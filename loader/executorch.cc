@@ -184,6 +184,20 @@ const char* EtInstructionKindName(EtInstructionKind kind) {
   return "?";
 }
 
+std::optional<Device> EtDevice(int8_t device_type, int8_t device_index) {
+  if (device_type == static_cast<int8_t>(fb::DeviceType::CPU)) return Device::Host();
+  if (device_type < static_cast<int8_t>(fb::DeviceType::MIN) ||
+      device_type > static_cast<int8_t>(fb::DeviceType::MAX) || device_index < 0) {
+    return std::nullopt;
+  }
+  // ExecuTorch's device type names are those of Ferry's device type plug-ins.
+  absl::StatusOr<Device> device =
+      ParseDevice(absl::StrCat(fb::EnumNameDeviceType(static_cast<fb::DeviceType>(device_type)),
+                               ":", static_cast<int>(device_index)));
+  if (!device.ok()) return std::nullopt;
+  return *device;
+}
+
 std::string EtOperator::FullName() const {
   return overload.empty() ? name : absl::StrCat(name, ".", overload);
 }
@@ -215,6 +229,7 @@ class MethodReader {
   absl::StatusOr<EtMethod> Run() {
     method_.name = std::string(View(plan_.name()));
     FERRY_RETURN_IF_ERROR(ReadBufferSizes());
+    FERRY_RETURN_IF_ERROR(ReadBufferDevices());
     FERRY_RETURN_IF_ERROR(ReadOperators());
     FERRY_RETURN_IF_ERROR(ReadDelegates());
     FERRY_RETURN_IF_ERROR(ReadValues());
@@ -255,6 +270,44 @@ class MethodReader {
                      absl::StrCat("its size is ", size, " bytes; sizes must be non-negative"));
       }
       method_.non_const_buffer_sizes.push_back(size);
+    }
+    return absl::OkStatus();
+  }
+
+  // Sparse: an entry per arena the exporter put on a device; every field untrusted.
+  absl::Status ReadBufferDevices() {
+    const auto* devices = plan_.non_const_buffer_device();
+    const size_t arenas = method_.non_const_buffer_sizes.size();
+    // Per arena, the entry that names it, or -1; bounded by the arenas the file declares.
+    std::vector<int64_t> named_by(arenas, -1);
+    for (size_t i = 0; i < Len(devices); ++i) {
+      const fb::NonConstBufferDevice* d = devices->Get(i);
+      const int32_t id = d->buffer_idx();
+      const std::string where = absl::StrCat("non_const_buffer_device entry ", i);
+      if (id < 1 || static_cast<size_t>(id) >= arenas) {
+        return Error(where,
+                     absl::StrCat("it names buffer ", id, ", but the method ",
+                                  arenas <= 1 ? std::string("plans no buffers")
+                                              : absl::StrCat("has buffers 1..", arenas - 1)));
+      }
+      if (named_by[id] >= 0) {
+        return Error(
+            where, absl::StrCat("buffer ", id, " already has a device (entry ", named_by[id], ")"));
+      }
+      named_by[id] = static_cast<int64_t>(i);
+      const int type = static_cast<int>(d->device_type());
+      if (type < static_cast<int>(fb::DeviceType::MIN) ||
+          type > static_cast<int>(fb::DeviceType::MAX)) {
+        return Error(where, absl::StrCat("buffer ", id, " has device type ", type,
+                                         ", which is not one of 0 CPU, 1 CUDA"));
+      }
+      if (d->device_index() < 0) {
+        return Error(
+            where, absl::StrCat("buffer ", id, " has device index ",
+                                static_cast<int>(d->device_index()), "; an index is non-negative"));
+      }
+      method_.non_const_buffer_devices.push_back(
+          {static_cast<uint32_t>(id), static_cast<int8_t>(type), d->device_index()});
     }
     return absl::OkStatus();
   }
@@ -1118,6 +1171,12 @@ std::vector<ExporterArena> EtExporterArenas(const EtMethod& method) {
     arena.memory_id = static_cast<uint32_t>(id);
     arena.declared_bytes = method.non_const_buffer_sizes[id];
     arenas.push_back(arena);
+  }
+  for (const EtBufferDevice& d : method.non_const_buffer_devices) {
+    if (d.buffer_idx == 0 || d.buffer_idx > arenas.size()) continue;  // the reader refuses these
+    if (std::optional<Device> device = EtDevice(d.device_type, d.device_index)) {
+      arenas[d.buffer_idx - 1].device = *device;
+    }
   }
   for (const EtValue& value : method.values) {
     if (value.kind != EtValueKind::kTensor || !value.tensor.allocation.has_value()) continue;

@@ -23,9 +23,11 @@
 // followed: every value index (method inputs and outputs, instruction arguments, list items) in
 // range and of the right kind, operator and delegate indices in range, union members present,
 // one chain per method, known scalar types, non-negative sizes whose byte size fits in int64,
-// dim orders that are permutations of the rank, planned tensors inside their arena, and every
-// constant, mutable-data, delegate and named-data reference inside the file. Nothing is allocated
-// in proportion to a size the file declares before that size is checked against the file.
+// dim orders that are permutations of the rank, planned tensors inside their arena, arena devices
+// (non_const_buffer_device) naming an arena once each with a known device type and a
+// non-negative index, and every constant, mutable-data, delegate and named-data reference inside
+// the file. Nothing is allocated in proportion to a size the file declares before that size is
+// checked against the file.
 // A failure is InvalidArgument naming the element, e.g.
 //   method "forward", instruction 3 (kernel call aten::add.out): argument 2 is value 40, but
 //   the method has 38 values
@@ -52,6 +54,7 @@
 #include "absl/types/span.h"
 #include "ferry/kernels/tensor.h"
 #include "ferry/loader/method_graph.h"
+#include "ferry/memory/device.h"
 
 namespace ferry {
 
@@ -198,6 +201,18 @@ struct EtDelegate {
   absl::Span<const uint8_t> payload;
 };
 
+// The device an exporter put one arena on (ExecutionPlan.non_const_buffer_device, newer exporters).
+struct EtBufferDevice {
+  uint32_t buffer_idx = 0;  // the arena: a memory_id, 1 .. non_const_buffer_sizes.size() - 1
+  int8_t device_type = 0;   // ExecuTorch's DeviceType: 0 CPU, 1 CUDA
+  int8_t device_index = 0;  // non-negative
+};
+
+// The Ferry device ExecuTorch's (device_type, device_index) names, as declared (before any device
+// map): the host for CPU (0), `cuda:N` for CUDA (1); nullopt for a type Ferry's device types do
+// not name.
+std::optional<Device> EtDevice(int8_t device_type, int8_t device_index);
+
 struct EtMethod {
   std::string name;
   std::vector<EtValue> values;
@@ -208,6 +223,9 @@ struct EtMethod {
   std::vector<EtDelegate> delegates;
   // Arena sizes in bytes, by memory_id; entry 0 is reserved.
   std::vector<int64_t> non_const_buffer_sizes;
+  // The arenas the exporter put on a device, as the file lists them (sparse, usually only the
+  // non-CPU ones); an arena without an entry is on the CPU.
+  std::vector<EtBufferDevice> non_const_buffer_devices;
 };
 
 struct EtSegment {
@@ -245,9 +263,9 @@ struct EtProgram {
   const EtMethod* method(absl::string_view name) const;
 };
 
-// The exporter's memory plan of a read method, per arena (memory_id 1, 2, ...): its declared size,
-// and the end of the furthest tensor and the number of tensors placed in it. The reader has
-// checked that every planned tensor lies inside its arena, so used_bytes <= declared_bytes.
+// The exporter's memory plan of a read method, per arena (memory_id 1, 2, ...): its declared size
+// and device, and the end of the furthest tensor and the number of tensors placed in it. The reader
+// has checked that every planned tensor lies inside its arena, so used_bytes <= declared_bytes.
 std::vector<ExporterArena> EtExporterArenas(const EtMethod& method);
 
 // Reads and verifies the bytes of a .pte file. `bytes` must be 8-byte aligned in memory (the

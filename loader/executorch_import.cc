@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -13,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ferry/memory/status_macros.h"
-#include "loader/schema/executorch_program_generated.h"
 
 namespace ferry {
 namespace {
@@ -292,17 +292,18 @@ class MethodImporter {
     return absl::OkStatus();
   }
 
-  // Records the exporter's device annotation of value `v` for Ferry value `id`: ExecuTorch's
-  // device type names are those of Ferry's device type plug-ins; a type none of them has, or the
-  // host, records nothing.
+  // Records, for Ferry value `id` made from ExecuTorch value `v`, the exporter's device
+  // annotation (a device other than the host, of a type Ferry's device type plug-ins name) and
+  // the arena the exporter planned it in.
   void Annotate(int32_t v, ValueId id) {
     const EtValue& value = et_.values[v];
-    if (value.kind != EtValueKind::kTensor || value.tensor.device_type == 0) return;
-    const char* type = et::fbs::EnumNameDeviceType(
-        static_cast<et::fbs::DeviceType>(value.tensor.device_type));
-    absl::StatusOr<Device> device =
-        ParseDevice(absl::StrCat(type, ":", static_cast<int>(value.tensor.device_index)));
-    if (!device.ok() || device->is_host()) return;
+    if (value.kind != EtValueKind::kTensor) return;
+    if (value.tensor.allocation.has_value()) {
+      def_.exporter_allocations.push_back({id, value.tensor.allocation->memory_id});
+    }
+    const std::optional<Device> device =
+        EtDevice(value.tensor.device_type, value.tensor.device_index);
+    if (!device.has_value() || device->is_host()) return;
     def_.exporter_devices.push_back({id, *device});
   }
 

@@ -22,6 +22,8 @@ const char* AuditFindingKindName(AuditFinding::Kind kind) {
       return "missing result copy";
     case AuditFinding::Kind::kDeviceMismatch:
       return "device mismatch";
+    case AuditFinding::Kind::kArenaDeviceMismatch:
+      return "arena device mismatch";
   }
   return "unknown";
 }
@@ -38,6 +40,7 @@ class Auditor {
     ExporterCopies();
     FerryCopies();
     Annotations();
+    ArenaDevices();
     return std::move(findings_);
   }
 
@@ -57,6 +60,12 @@ class Auditor {
   }
   std::string Method() const { return absl::StrCat("method \"", m_.name, "\""); }
   std::string Value(ValueId v) const { return absl::StrCat("value \"", m_.values[v].name, "\""); }
+  // "cuda:0", or "cuda:0 (as sim:0)" when the plan uses another device for it.
+  std::string Declared(const Device& declared) const {
+    const Device used = Used(declared);
+    return used == declared ? declared.ToString()
+                            : absl::StrCat(declared.ToString(), " (as ", used.ToString(), ")");
+  }
   std::string Node(int32_t n) const {
     return absl::StrCat("node ", n, " (", m_.nodes[n].name, ") on ",
                         plan_.nodes[n].device.ToString());
@@ -182,10 +191,33 @@ class Auditor {
         const int32_t node = static_cast<int32_t>(n);
         if (!Reads(node, a.value) || plan_.nodes[n].device == annotated) continue;
         Add(AuditFinding::Kind::kDeviceMismatch, InstructionOf(node), a.value,
-            absl::StrCat(Value(a.value), " is annotated on ", a.device.ToString(),
-                         annotated == a.device ? "" : absl::StrCat(" (as ", annotated.ToString(), ")"),
-                         " but read by ", Node(node)));
+            absl::StrCat(Value(a.value), " is annotated on ", Declared(a.device), " but read by ",
+                         Node(node)));
       }
+    }
+  }
+
+  // Planned values whose exporter arena is on another device than Ferry's home of the value.
+  void ArenaDevices() {
+    for (const ExporterAllocation& a : m_.exporter_allocations) {
+      if (a.value < 0 || static_cast<size_t>(a.value) >= plan_.value_homes.size()) continue;
+      const auto arena =
+          std::find_if(m_.exporter_arenas.begin(), m_.exporter_arenas.end(),
+                       [&](const ExporterArena& e) { return e.memory_id == a.memory_id; });
+      if (arena == m_.exporter_arenas.end()) continue;
+      const Device& home = plan_.value_homes[a.value];
+      if (Used(arena->device) == home) continue;
+      // The instruction that writes the value names it; an input says which one it is.
+      const int32_t producer = Producer(a.value);
+      std::string input;
+      if (const auto it = std::find(m_.inputs.begin(), m_.inputs.end(), a.value);
+          producer < 0 && it != m_.inputs.end()) {
+        input = absl::StrCat(" (method input ", it - m_.inputs.begin(), ")");
+      }
+      Add(AuditFinding::Kind::kArenaDeviceMismatch, InstructionOf(producer), a.value,
+          absl::StrCat(Value(a.value), input, " is planned in the exporter's arena ", a.memory_id,
+                       " on ", Declared(arena->device), ", but Ferry places it on ",
+                       home.ToString()));
     }
   }
 

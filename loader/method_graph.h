@@ -81,14 +81,18 @@ struct NodeDef {
 
 inline constexpr absl::string_view kTargetDeviceSpec = "target_device";
 
-// One arena of the memory plan a program's exporter made (ExecuTorch's non_const_buffer_sizes and
-// the tensors' memory_id/offsets). Ferry plans its own arenas; this is read, checked at load (every
-// tensor inside its arena) and shown beside Ferry's (`ferry plan`).
+// One arena of the memory plan a program's exporter made (ExecuTorch's non_const_buffer_sizes,
+// non_const_buffer_device and the tensors' memory_id/offsets). Ferry plans its own arenas; this is
+// read, checked at load (every tensor inside its arena), shown beside Ferry's (`ferry plan`) and
+// audited (loader/exporter_audit.h).
 struct ExporterArena {
   uint32_t memory_id = 0;
   int64_t declared_bytes = 0;  // the size the exporter declared
   int64_t used_bytes = 0;      // the end of the furthest tensor placed in it
   int tensors = 0;             // tensors placed in it
+  // The device the exporter put it on, as declared (before any device map); the host when the
+  // program says nothing.
+  Device device = Device::Host();
 };
 
 // A copy an exporter put in the program (ExecuTorch's et_copy::_h2d_copy.out and _d2h_copy.out),
@@ -108,6 +112,13 @@ struct ExporterDevice {
   Device device;
 };
 
+// A value whose memory the exporter planned (ExecuTorch's allocation_info): the arena it put the
+// value in, by memory_id (ExporterArena::memory_id).
+struct ExporterAllocation {
+  ValueId value = -1;
+  uint32_t memory_id = 0;
+};
+
 struct MethodDef {
   std::string name;
   std::vector<ValueDef> values;
@@ -120,11 +131,12 @@ struct MethodDef {
   const ProgramMapping* mapping = nullptr;
   // The exporter's memory plan, by memory_id; empty for Ferry's own programs.
   std::vector<ExporterArena> exporter_arenas;
-  // Imported programs: per node, the exporter's instruction it comes from; the exporter's copies
-  // and device annotations. Empty for Ferry's own programs.
+  // Imported programs: per node, the exporter's instruction it comes from; the exporter's copies,
+  // device annotations and arena of each planned value. Empty for Ferry's own programs.
   std::vector<int32_t> node_instructions;
   std::vector<ExporterCopy> exporter_copies;
   std::vector<ExporterDevice> exporter_devices;
+  std::vector<ExporterAllocation> exporter_allocations;
 };
 
 }  // namespace ferry

@@ -100,6 +100,14 @@ class Backend {
 // CUDA kernels of kernels/cuda/ on CUDA devices when Ferry is built with CUDA.
 std::unique_ptr<Backend> MakeGraphBackend();
 
+// A stand-in named `name` for a backend nobody registered, so that a method can be planned
+// without it: it supports every device type, and its Init reads nothing of the payload and
+// reports, as the instance's signature, exactly the tensors the program declares for the call.
+// Executing the instance fails with FailedPrecondition naming the backend (the executor adds the
+// method and the node). Runtime::RegisterPlanOnlyBackends registers one for every backend a
+// program lacks.
+std::unique_ptr<Backend> MakePlanOnlyBackend(absl::string_view name);
+
 }  // namespace ferry
 
 #endif  // FERRY_RUNTIME_BACKEND_H_

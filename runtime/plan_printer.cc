@@ -166,11 +166,11 @@ std::string FormatPlanText(const Method& method) {
                           Bytes(static_cast<size_t>(declared)), m.exporter_arenas.size(),
                           m.exporter_arenas.size() == 1 ? "" : "s", Bytes(ferry_bytes));
     for (const ExporterArena& e : m.exporter_arenas) {
-      absl::StrAppendFormat(&out, "  buffer %-3d %10s declared, %s used by %d tensor%s%s\n",
-                            e.memory_id, Bytes(static_cast<size_t>(e.declared_bytes)),
-                            Bytes(static_cast<size_t>(e.used_bytes)), e.tensors,
-                            e.tensors == 1 ? "" : "s",
-                            e.tensors == 0 && e.declared_bytes > 0 ? " (nothing placed in it)" : "");
+      absl::StrAppendFormat(
+          &out, "  buffer %-3d on %-8s %10s declared, %s used by %d tensor%s%s\n", e.memory_id,
+          e.device.ToString(), Bytes(static_cast<size_t>(e.declared_bytes)),
+          Bytes(static_cast<size_t>(e.used_bytes)), e.tensors, e.tensors == 1 ? "" : "s",
+          e.tensors == 0 && e.declared_bytes > 0 ? " (nothing placed in it)" : "");
     }
   }
   absl::StrAppend(&out, "memory (arena and constants, per device):\n");

@@ -98,6 +98,23 @@ class Runtime {
   absl::Status RegisterBackend(std::unique_ptr<Backend> backend);
   const Backend* FindBackend(absl::string_view name) const;
 
+  // For planning without every backend: `ferry plan`, inspecting a program's placement, copies
+  // and memory (Method::plan()) on a machine that lacks a delegate's backend. Registers a
+  // plan-only stand-in (MakePlanOnlyBackend) under every backend name a delegate node of
+  // `program` uses and this runtime lacks, and returns those names, each once, in the order the
+  // program first uses them; a registered backend is never replaced. LoadMethod then loads such
+  // a method (without the stand-ins it fails with NotFound naming the backend), planned from what
+  // the program declares; Execute fails with FailedPrecondition naming the method, the node and
+  // the backend at the first planned-only delegate. The stand-ins stay registered: a runtime that
+  // is to run the program registers its real backends first, or uses another Runtime. Cannot
+  // fail. Configuration, like RegisterBackend: call it before loading.
+  //
+  //   ferry::Runtime rt;
+  //   for (const std::string& name : rt.RegisterPlanOnlyBackends(*program)) { ... }  // report
+  //   FERRY_ASSIGN_OR_RETURN(auto method, rt.LoadMethod(*program, "forward"));
+  //   std::cout << ferry::FormatPlanText(*method);
+  std::vector<std::string> RegisterPlanOnlyBackends(const Program& program);
+
   DeviceRegistry& devices() { return *devices_; }
   const DeviceRegistry& devices() const { return *devices_; }
   const absl::flat_hash_map<Device, Device>& default_device_map() const { return default_map_; }

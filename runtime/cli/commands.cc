@@ -112,8 +112,8 @@ constexpr OptionSpec kOptions[] = {
      "generate N tokens: prefill, then the decode method once per token (see ferry run --help)"},
     {"--dot", nullptr, kPlan, "print Graphviz DOT instead of text"},
     {"--audit", nullptr, kPlan,
-     "list where the exporter's copies and device annotations (ExecuTorch programs) differ from "
-     "Ferry's plan"},
+     "list where the exporter's copies, device annotations and arena devices (ExecuTorch "
+     "programs) differ from Ferry's plan"},
     {"--json", nullptr, kRun | kBench,
      "print JSON instead of text (run: every output with all its values)"},
 };
@@ -784,65 +784,6 @@ std::string DeviceBytes(const std::vector<std::pair<Device, size_t>>& per_device
 
 namespace {
 
-// `ferry plan` stands in for a backend the program names but nobody registered: planning needs
-// only what the program declares (the delegate's device, its arguments and results), not the
-// payload. Its instances report the declared signature and refuse to execute.
-class PlanOnlyBackend : public Backend {
- public:
-  explicit PlanOnlyBackend(std::string name) : name_(std::move(name)) {}
-  absl::string_view name() const override { return name_; }
-  bool SupportsDevice(DeviceType) const override { return true; }
-  absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
-    DelegateSignature signature;
-    for (const TensorRef& arg : init.args) {
-      if (arg.rank < 0) continue;  // a scalar argument
-      signature.tensor_args.push_back(Spec(arg));
-    }
-    for (const TensorRef& result : init.results) signature.results.push_back(Spec(result));
-    return std::unique_ptr<DelegateInstance>(
-        new Instance(std::move(signature), std::string(init.node_name), name_));
-  }
-
- private:
-  static TensorSpec Spec(const TensorRef& t) {
-    return TensorSpec{t.dtype, std::vector<int64_t>(t.sizes.begin(), t.sizes.begin() + t.rank)};
-  }
-  class Instance : public DelegateInstance {
-   public:
-    Instance(DelegateSignature signature, std::string node, std::string backend)
-        : signature_(std::move(signature)), node_(std::move(node)), backend_(std::move(backend)) {}
-    DelegateSignature signature() const override { return signature_; }
-    absl::Status Execute(absl::Span<TensorRef* const>, absl::Span<TensorRef* const>,
-                         void*) override {
-      return absl::FailedPreconditionError(absl::StrCat(
-          node_, ": backend \"", backend_, "\" is not registered; it was planned only"));
-    }
-
-   private:
-    DelegateSignature signature_;
-    std::string node_;
-    std::string backend_;
-  };
-  std::string name_;
-};
-
-// Registers a PlanOnlyBackend for every backend that a method of `program` names and `rt` lacks;
-// returns their names.
-std::vector<std::string> StandInForMissingBackends(const Program& program, Runtime& rt) {
-  std::vector<std::string> missing;
-  for (const std::string& name : program.method_names()) {
-    absl::StatusOr<const MethodDef*> method = program.method(name);
-    if (!method.ok()) continue;
-    for (const NodeDef& node : (*method)->nodes) {
-      if (node.kind != NodeKind::kDelegate || rt.FindBackend(node.backend) != nullptr) continue;
-      if (rt.RegisterBackend(std::make_unique<PlanOnlyBackend>(node.backend)).ok()) {
-        missing.push_back(node.backend);
-      }
-    }
-  }
-  return missing;
-}
-
 void PrintPlannedOnly(const std::vector<std::string>& missing, std::FILE* out) {
   for (const std::string& backend : missing) {
     absl::FPrintF(out,
@@ -914,7 +855,7 @@ int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
   const double verify_us = MicrosSince(verify_start);
   if (!program.ok()) return Fail(err, program.status());
   std::vector<std::string> planned_only;
-  if (options.command == "plan") planned_only = StandInForMissingBackends(**program, rt);
+  if (options.command == "plan") planned_only = rt.RegisterPlanOnlyBackends(**program);
   if (options.command == "plan" && !options.method_given &&
       (*program)->method_names().size() > 1) {
     const int code = PlanAllMethods(options, rt, **program, out, err);

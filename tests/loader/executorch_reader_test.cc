@@ -507,6 +507,14 @@ struct PteSpec {
   uint32_t memory_id = 1;       // of value 2
   uint32_t memory_offset = 32;  // of value 2
   std::vector<int64_t> arena_sizes = {0, 48};
+  // ExecutionPlan.non_const_buffer_device, written as given: (buffer_idx, device_type,
+  // device_index); none when empty.
+  struct ArenaDevice {
+    int32_t buffer_idx;
+    int8_t device_type;
+    int8_t device_index;
+  };
+  std::vector<ArenaDevice> arena_devices;
   std::vector<int64_t> int_list = {3};  // value 5
   bool empty_value_3 = false;           // value 3 without its union member
   int chains = 1;
@@ -574,9 +582,14 @@ std::vector<uint8_t> BuildFlatBuffer(const PteSpec& spec) {
             fbb, "TestBackend",
             fb::CreateBackendDelegateDataReference(fbb, spec.payload_location, spec.payload_index),
             &compile_specs)};
-    plans.push_back(fb::CreateExecutionPlanDirect(fbb, name.c_str(), 0, &values, &spec.inputs,
-                                                  &spec.outputs, &chains, &operators, &delegates,
-                                                  &spec.arena_sizes));
+    std::vector<flatbuffers::Offset<fb::NonConstBufferDevice>> arena_devices;
+    for (const PteSpec::ArenaDevice& d : spec.arena_devices) {
+      arena_devices.push_back(fb::CreateNonConstBufferDevice(
+          fbb, d.buffer_idx, static_cast<fb::DeviceType>(d.device_type), d.device_index));
+    }
+    plans.push_back(fb::CreateExecutionPlanDirect(
+        fbb, name.c_str(), 0, &values, &spec.inputs, &spec.outputs, &chains, &operators,
+        &delegates, &spec.arena_sizes, arena_devices.empty() ? nullptr : &arena_devices));
   }
   const std::vector<uint8_t> payload = {1, 2, 3, 4};
   std::vector<flatbuffers::Offset<fb::BackendDelegateInlineData>> inline_data = {
@@ -783,6 +796,67 @@ TEST(ExecuTorchHandMadeTest, ExporterArenasSumTheirTensors) {
                 s.memory_offset = 57;
               }),
               RefusedWith("its 8 bytes at offset 57 of arena 2 run past the arena's 64 bytes"));
+}
+
+TEST(ExecuTorchHandMadeTest, ArenaDevicesAreReadAndShownPerArena) {
+  // Arena 2 on cuda:1; arenas 1 and 3 have no entry, so they are on the CPU (the host).
+  ASSERT_OK_AND_ASSIGN(EtProgram program, ReadWith([](PteSpec& s) {
+                         s.arena_sizes = {0, 48, 64, 100};
+                         s.arena_devices = {{2, 1, 1}};
+                       }));
+  const EtMethod& m = program.methods.at(0);
+  ASSERT_EQ(m.non_const_buffer_devices.size(), 1u);
+  EXPECT_EQ(m.non_const_buffer_devices[0].buffer_idx, 2u);
+  EXPECT_EQ(m.non_const_buffer_devices[0].device_type, 1);
+  EXPECT_EQ(m.non_const_buffer_devices[0].device_index, 1);
+  const std::vector<ExporterArena> arenas = EtExporterArenas(m);
+  ASSERT_EQ(arenas.size(), 3u);
+  EXPECT_EQ(arenas[0].device, Device::Host());
+  EXPECT_EQ(arenas[1].device.ToString(), "cuda:1");
+  EXPECT_EQ(arenas[2].device, Device::Host());
+  // An explicit CPU entry is the host too; without the list every arena is.
+  ASSERT_OK_AND_ASSIGN(program, ReadWith([](PteSpec& s) { s.arena_devices = {{1, 0, 0}}; }));
+  EXPECT_EQ(EtExporterArenas(program.methods.at(0)).at(0).device, Device::Host());
+  ASSERT_OK_AND_ASSIGN(program, Read(PteSpec{}));
+  EXPECT_THAT(program.methods.at(0).non_const_buffer_devices, IsEmpty());
+}
+
+TEST(ExecuTorchHandMadeTest, MalformedArenaDevicesAreRefused) {
+  // The method has arenas 1..2 (entry 0 of non_const_buffer_sizes is reserved).
+  auto with = [](std::vector<PteSpec::ArenaDevice> devices) {
+    return ReadWith([&](PteSpec& s) {
+      s.arena_sizes = {0, 48, 16};
+      s.arena_devices = devices;
+    });
+  };
+  EXPECT_THAT(with({{0, 1, 0}}),
+              RefusedWith("method \"forward\", non_const_buffer_device entry 0: it names buffer "
+                          "0, but the method has buffers 1..2"));
+  EXPECT_THAT(with({{1, 1, 0}, {3, 1, 0}}),
+              RefusedWith("non_const_buffer_device entry 1: it names buffer 3, but the method has "
+                          "buffers 1..2"));
+  EXPECT_THAT(with({{-1, 1, 0}}),
+              RefusedWith("entry 0: it names buffer -1, but the method has buffers 1..2"));
+  EXPECT_THAT(with({{2, 1, 0}, {1, 1, 0}, {2, 0, 0}}),
+              RefusedWith("non_const_buffer_device entry 2: buffer 2 already has a device "
+                          "(entry 0)"));
+  EXPECT_THAT(with({{1, 2, 0}}),
+              RefusedWith("non_const_buffer_device entry 0: buffer 1 has device type 2, which is "
+                          "not one of 0 CPU, 1 CUDA"));
+  EXPECT_THAT(with({{1, -3, 0}}), RefusedWith("buffer 1 has device type -3"));
+  EXPECT_THAT(with({{2, 1, -1}}),
+              RefusedWith("non_const_buffer_device entry 0: buffer 2 has device index -1; an "
+                          "index is non-negative"));
+  // A method that plans no arenas has no buffer to name.
+  EXPECT_THAT(ReadWith([](PteSpec& s) {
+                s.arena_sizes = {0};
+                s.memory_id = 1;
+                s.arena_devices = {{1, 1, 0}};
+              }),
+              RefusedWith("non_const_buffer_device entry 0: it names buffer 1, but the method "
+                          "plans no buffers"));
+  // The same entry in range reads.
+  EXPECT_OK(with({{1, 1, 0}}).status());
 }
 
 TEST(ExecuTorchHandMadeTest, ListItemsOfTheWrongKind) {

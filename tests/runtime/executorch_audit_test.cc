@@ -44,6 +44,7 @@ using ::testing::ElementsAre;
 using ::testing::FloatEq;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::Pointwise;
 using Kind = AuditFinding::Kind;
 
@@ -125,6 +126,28 @@ EtProgram CopiedAroundADelegate(Storage& storage, std::optional<std::string> tar
       {KernelCall(kH2d, {0, 1, 1}), DelegateCall({1, 6, 2}), KernelCall(kD2h, {2, 3, 3}),
        KernelCall(kAdd, {3, 3, 4, 5, 5})});
   AddDelegate(p, storage, std::move(target));
+  return p;
+}
+
+// `v` planned by the exporter at `offset` of its arena `memory_id`.
+EtValue Planned(EtValue v, uint32_t memory_id, uint64_t offset) {
+  v.tensor.allocation = EtAllocation{memory_id, offset};
+  return v;
+}
+
+// CopiedAroundADelegate with the exporter's memory plan: x, rh and y in arena 1 (no device entry:
+// the CPU), xd and r in arena 2, which the exporter puts on cuda:0 unless `arena_2_on_cuda` is
+// false. Every tensor is 24 bytes.
+EtProgram CopiedAroundADelegateWithArenas(Storage& storage, bool arena_2_on_cuda) {
+  EtProgram p = CopiedAroundADelegate(storage, "cuda:0");
+  EtMethod& m = p.methods[0];
+  m.values[0] = Planned(m.values[0], 1, 0);
+  m.values[1] = Planned(m.values[1], 2, 0);
+  m.values[2] = Planned(m.values[2], 2, 24);
+  m.values[3] = Planned(m.values[3], 1, 24);
+  m.values[5] = Planned(m.values[5], 1, 48);
+  m.non_const_buffer_sizes = {0, 72, 48};
+  if (arena_2_on_cuda) m.non_const_buffer_devices = {{2, 1, 0}};
   return p;
 }
 
@@ -272,9 +295,112 @@ TEST(ExporterAuditTest, AnUnneededCopyAndAnAnnotationReadElsewhereAreReported) {
   EXPECT_THAT(k.findings[0].message, HasSubstr("on host"));
 }
 
-TEST(ExporterAuditTest, PlanAuditPrintsOneLinePerFinding) {
+// Checks a finding's kind, its exporter's instruction and the name of its value.
+void ExpectFinding(const Loaded& l, const AuditFinding& f, Kind kind, int32_t instruction,
+                   const std::string& value) {
+  EXPECT_EQ(f.kind, kind);
+  EXPECT_EQ(f.instruction, instruction);
+  EXPECT_EQ(NameOf(l, f), value);
+}
+
+std::vector<AuditFinding> OfKind(const std::vector<AuditFinding>& findings, Kind kind) {
+  std::vector<AuditFinding> out;
+  for (const AuditFinding& f : findings) {
+    if (f.kind == kind) out.push_back(f);
+  }
+  return out;
+}
+
+TEST(ExporterAuditTest, AHostValueInAnArenaOnADeviceIsReported) {
+  // y = x + x (instruction 0) runs on the host, so Ferry keeps y there; the exporter planned y in
+  // arena 2, which it put on cuda:0. x is in arena 1, which has no device entry: the CPU, where
+  // Ferry has it too.
+  EtProgram p = OneMethod({Planned(FloatTensor({kRows, kCols}), 1, 0), Int(1),
+                           Planned(FloatTensor({kRows, kCols}), 2, 0)},
+                          {2}, {KernelCall(kAdd, {0, 0, 1, 2, 2})});
+  p.methods[0].non_const_buffer_sizes = {0, 24, 24};
+  p.methods[0].non_const_buffer_devices = {{2, 1, 0}};
+  Runtime rt;
+  Loaded l;
+  Load(p, rt, l);
+  ASSERT_NE(l.method, nullptr);
+  ASSERT_EQ(l.findings.size(), 1u);
+  ExpectFinding(l, l.findings[0], Kind::kArenaDeviceMismatch, 0, "value 2");
+  EXPECT_THAT(l.findings[0].message,
+              HasSubstr("method \"forward\", instruction 0: value \"value 2\" is planned in the "
+                        "exporter's arena 2 on cuda:0"));
+  EXPECT_THAT(l.findings[0].message, HasSubstr("but Ferry places it on host"));
+  std::vector<float> expected(kX.size());
+  for (size_t i = 0; i < kX.size(); ++i) expected[i] = 2 * kX[i];
+  EXPECT_THAT(RunOnce(*l.method, kX), Pointwise(FloatEq(), expected));
+
+  // The input's arena on cuda:0 too: the caller supplies x on the host (no instruction writes
+  // it), one more finding.
+  p.methods[0].non_const_buffer_devices = {{1, 1, 0}, {2, 1, 0}};
+  Loaded k;
+  Load(p, rt, k);
+  ASSERT_NE(k.method, nullptr);
+  const std::vector<AuditFinding> arenas = OfKind(k.findings, Kind::kArenaDeviceMismatch);
+  ASSERT_EQ(arenas.size(), 2u);
+  ExpectFinding(k, arenas[0], Kind::kArenaDeviceMismatch, -1, "input 0");
+  EXPECT_THAT(arenas[0].message,
+              HasSubstr("method \"forward\": value \"input 0\" (method input 0) is planned in "
+                        "the exporter's arena 1 on cuda:0"));
+  ExpectFinding(k, arenas[1], Kind::kArenaDeviceMismatch, 0, "value 2");
+}
+
+TEST(ExporterAuditTest, ADelegateResultInAnArenaOnItsDeviceIsNotReported) {
+  // r, the result of the delegate on cuda:0 (sim:0 without a GPU), is where the exporter planned
+  // it: arena 2 on cuda:0, compared after the device map. x, rh and y are on the host in arena
+  // 1, as Ferry has them. The one finding is the constant's, as without a memory plan.
   Storage storage;
-  const std::vector<uint8_t> bytes = testing::WritePte(CopiedAroundADelegate(storage, "cuda:0"));
+  Runtime rt;
+  Loaded l;
+  Load(CopiedAroundADelegateWithArenas(storage, /*arena_2_on_cuda=*/true), rt, l);
+  ASSERT_NE(l.method, nullptr);
+  ASSERT_EQ(l.findings.size(), 1u);
+  EXPECT_EQ(l.findings[0].kind, Kind::kHostConstantToDevice);
+  std::vector<float> expected(kX.size());
+  for (size_t i = 0; i < kX.size(); ++i) expected[i] = 2 * (kX[i] + kWeight[i]);
+  EXPECT_THAT(RunOnce(*l.method, kX), Pointwise(FloatEq(), expected));
+
+  // Arena 2 without its device entry is on the CPU: r, on the delegate's device, is reported
+  // at the delegate's instruction. xd is the result of the exporter's copy, not a value of
+  // Ferry's, so its arena is not checked.
+  Loaded k;
+  Load(CopiedAroundADelegateWithArenas(storage, /*arena_2_on_cuda=*/false), rt, k);
+  ASSERT_NE(k.method, nullptr);
+  const std::vector<AuditFinding> arenas = OfKind(k.findings, Kind::kArenaDeviceMismatch);
+  ASSERT_EQ(arenas.size(), 1u);
+  ExpectFinding(k, arenas[0], Kind::kArenaDeviceMismatch, 1, "value 2");
+  const std::string r_device = k.method->plan().placement.nodes[0].device.ToString();
+  EXPECT_THAT(arenas[0].message,
+              HasSubstr(absl::StrCat("instruction 1: value \"value 2\" is planned in the "
+                                     "exporter's arena 2 on host, but Ferry places it on ",
+                                     r_device)));
+  EXPECT_NE(r_device, "host");
+}
+
+TEST(ExporterAuditTest, AProgramWithAMalformedArenaDeviceIsRefused) {
+  Storage storage;
+  EtProgram p = CopiedAroundADelegateWithArenas(storage, true);
+  p.methods[0].non_const_buffer_devices = {{2, 1, 0}, {2, 1, 1}};
+  absl::StatusOr<std::unique_ptr<Program>> program = Program::FromBytes(testing::WritePte(p));
+  EXPECT_THAT(program.status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("method \"forward\", non_const_buffer_device entry 1: "
+                                          "buffer 2 already has a device (entry 0)")));
+  p.methods[0].non_const_buffer_devices = {{3, 1, 0}};
+  program = Program::FromBytes(testing::WritePte(p));
+  EXPECT_THAT(program.status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("entry 0: it names buffer 3, but the method has buffers "
+                                          "1..2")));
+}
+
+// `ferry plan --audit` of `p`, written to a temporary file.
+testing::CliResult PlanAudit(const EtProgram& p) {
+  const std::vector<uint8_t> bytes = testing::WritePte(p);
   const std::string path =
       (std::filesystem::temp_directory_path() / absl::StrCat("audit_", getpid(), ".pte")).string();
   {
@@ -287,12 +413,36 @@ TEST(ExporterAuditTest, PlanAuditPrintsOneLinePerFinding) {
   o.audit = true;
   o.calls = 1;
   o.warmup = 0;
-  const testing::CliResult r = testing::RunCli(o);
+  testing::CliResult r = testing::RunCli(o);
   std::filesystem::remove(path);
+  return r;
+}
+
+TEST(ExporterAuditTest, PlanAuditPrintsOneLinePerFinding) {
+  Storage storage;
+  const testing::CliResult r = PlanAudit(CopiedAroundADelegate(storage, "cuda:0"));
   EXPECT_EQ(r.code, cli::kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("audit: 1 difference between the exporter's placement and "
                               "Ferry's\n  host constant to a device delegate: method \"forward\", "
                               "instruction 1: the constant value \"value 6\""));
+}
+
+TEST(ExporterAuditTest, PlanShowsEachExporterArenasDeviceAndAuditsIt) {
+  Storage storage;
+  const testing::CliResult r = PlanAudit(CopiedAroundADelegateWithArenas(storage, false));
+  EXPECT_EQ(r.code, cli::kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("  buffer 1   on host           72 B declared"));
+  EXPECT_THAT(r.out, HasSubstr("  buffer 2   on host           48 B declared"));
+  EXPECT_THAT(r.out, HasSubstr("audit: 2 differences"));
+  EXPECT_THAT(r.out, HasSubstr("\n  arena device mismatch: method \"forward\", instruction 1: "
+                               "value \"value 2\" is planned in the exporter's arena 2 on host"));
+
+  const testing::CliResult on_cuda = PlanAudit(CopiedAroundADelegateWithArenas(storage, true));
+  EXPECT_EQ(on_cuda.code, cli::kExitOk) << on_cuda.err;
+  EXPECT_THAT(on_cuda.out, HasSubstr("  buffer 1   on host           72 B declared"));
+  EXPECT_THAT(on_cuda.out, HasSubstr("  buffer 2   on cuda:0         48 B declared"));
+  EXPECT_THAT(on_cuda.out, HasSubstr("audit: 1 difference "));
+  EXPECT_THAT(on_cuda.out, Not(HasSubstr("arena device mismatch")));
 }
 
 }  // namespace

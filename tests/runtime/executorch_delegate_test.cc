@@ -18,6 +18,7 @@
 #include "ferry/loader/program_builder.h"
 #include "ferry/memory/status_macros.h"
 #include "ferry/runtime/backend.h"
+#include "ferry/runtime/plan_printer.h"
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -34,9 +35,11 @@ using ::ferry::testing::Int;
 using ::ferry::testing::RenamedBackend;
 using ::ferry::testing::FloatBytes;
 using ::ferry::testing::StatusIs;
+using ::testing::_;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Pointwise;
 using ::testing::FloatEq;
 
@@ -183,6 +186,82 @@ TEST(ExecuTorchDelegateTest, AnUnregisteredBackendIsNotFoundNamingMethodAndInstr
                        AllOf(HasSubstr("method \"forward\""), HasSubstr("instruction 0"),
                              HasSubstr("no backend named \"FerryGraphBackend\""),
                              HasSubstr("Runtime::RegisterBackend"))));
+}
+
+// DelegateProgram with a second method, `name`, whose delegate is backend `backend`.
+EtProgram WithMethodOn(EtProgram p, const std::string& name, const std::string& backend) {
+  EtMethod m = p.methods[0];
+  m.name = name;
+  m.delegates[0].backend_id = backend;
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
+absl::Status ExecuteOnce(Method& method, std::vector<float>& x) {
+  const int64_t sizes[] = {kRows, kCols};
+  FERRY_RETURN_IF_ERROR(method.SetInput(0, TensorView::Host(DType::kFloat32, sizes, x.data())));
+  return method.Execute();
+}
+
+TEST(ExecuTorchDelegateTest, PlanOnlyBackendsLetAMethodWithoutItsBackendBePlanned) {
+  // Both methods name the same unregistered backend, on cuda:0.
+  Storage storage;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::FromBytes(testing::WritePte(
+                           WithMethodOn(DelegateProgram(storage, "cuda:0"), "again", kBackendId))));
+  Runtime rt;
+  EXPECT_THAT(rt.LoadMethod(*program, "forward"), StatusIs(absl::StatusCode::kNotFound, _));
+
+  EXPECT_THAT(rt.RegisterPlanOnlyBackends(*program), ElementsAre(kBackendId));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  // Planned by the rules from what the program declares: the delegate on cuda:0 (as mapped), x
+  // copied to it per call and the constant w once at load, both results back per call for the
+  // host add.
+  ASSERT_OK_AND_ASSIGN(const Device cuda0, ParseDevice("cuda:0"));
+  const auto mapped = rt.default_device_map().find(cuda0);
+  const Device expected = mapped == rt.default_device_map().end() ? cuda0 : mapped->second;
+  const PlacementPlan& plan = method->plan().placement;
+  EXPECT_EQ(plan.nodes[0].device, expected);
+  EXPECT_EQ(plan.per_call_copies(), 3);
+  EXPECT_EQ(plan.load_copies.size(), 1u);
+  EXPECT_THAT(FormatPlanText(*method), HasSubstr(absl::StrCat("delegate:", kBackendId)));
+
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  EXPECT_THAT(ExecuteOnce(*method, x),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("method \"forward\""), HasSubstr("instruction 0"),
+                             HasSubstr(absl::StrCat("backend \"", kBackendId,
+                                                    "\" is not registered")))));
+  // The other method loads too; a second call finds nothing missing.
+  EXPECT_OK(rt.LoadMethod(*program, "again").status());
+  EXPECT_THAT(rt.RegisterPlanOnlyBackends(*program), IsEmpty());
+}
+
+TEST(ExecuTorchDelegateTest, PlanOnlyBackendsNeverReplaceARegisteredOne) {
+  // "forward" uses the registered backend, "other" one nobody registered.
+  Storage storage;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::FromBytes(testing::WritePte(WithMethodOn(
+                           DelegateProgram(storage, "cuda:0"), "other", "OtherBackend"))));
+  Runtime rt;
+  ASSERT_OK(rt.RegisterBackend(std::make_unique<RenamedBackend>(kBackendId, MakeGraphBackend())));
+  const Backend* registered = rt.FindBackend(kBackendId);
+
+  EXPECT_THAT(rt.RegisterPlanOnlyBackends(*program), ElementsAre("OtherBackend"));
+  EXPECT_EQ(rt.FindBackend(kBackendId), registered);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> forward, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  ASSERT_OK(ExecuteOnce(*forward, x));
+  const TensorView out = forward->Output(0);
+  ASSERT_EQ(out.device(), Device::Host());
+  EXPECT_THAT(std::vector<float>(out.data_as<float>(), out.data_as<float>() + kRows * kCols),
+              Pointwise(FloatEq(), Reference(x)));
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> other, rt.LoadMethod(*program, "other"));
+  EXPECT_THAT(ExecuteOnce(*other, x),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("method \"other\""),
+                             HasSubstr("backend \"OtherBackend\" is not registered"))));
 }
 
 struct TargetCase {

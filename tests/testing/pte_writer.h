@@ -11,8 +11,10 @@
 // (backend id, compile specs, the payload inline in Program.backend_delegate_data) and one chain
 // of its instructions (kernel calls, delegate calls, frees, moves); tensors with data (any
 // EtDataKind other than kNone) have their bytes in the legacy inline constant buffer; a tensor
-// with a device_type other than 0 carries an ExtraTensorInfo with its device. No extended header,
-// segments or memory plan. Nothing is checked: a test may write a program the reader refuses.
+// with a device_type other than 0 carries an ExtraTensorInfo with its device. The memory plan as
+// given: a tensor's allocation (memory_id, offset), the method's non_const_buffer_sizes ({0}, no
+// arenas, when empty) and non_const_buffer_devices. No extended header or segments. Nothing is
+// checked: a test may write a program the reader refuses.
 #ifndef FERRY_TESTS_TESTING_PTE_WRITER_H_
 #define FERRY_TESTS_TESTING_PTE_WRITER_H_
 
@@ -79,9 +81,15 @@ inline std::vector<uint8_t> WritePte(const EtProgram& program) {
                 fbb, 0, nullptr, fb::TensorDataLocation::CONSTANT_SEGMENT,
                 static_cast<fb::DeviceType>(t.device_type), t.device_index);
           }
+          flatbuffers::Offset<fb::AllocationDetails> allocation = 0;
+          if (t.allocation.has_value()) {
+            allocation = fb::CreateAllocationDetails(
+                fbb, t.allocation->memory_id, static_cast<uint32_t>(t.allocation->offset),
+                static_cast<uint32_t>(t.allocation->offset >> 32));
+          }
           type = fb::KernelTypes::Tensor;
           val = fb::CreateTensorDirect(fbb, static_cast<fb::ScalarType>(t.scalar_type), 0, &sizes,
-                                       &order, t.requires_grad, index, 0, 0,
+                                       &order, t.requires_grad, index, allocation, 0,
                                        fb::TensorShapeDynamism::STATIC, extra)
                     .Union();
           break;
@@ -159,10 +167,17 @@ inline std::vector<uint8_t> WritePte(const EtProgram& program) {
           fbb, d.backend_id.c_str(),
           fb::CreateBackendDelegateDataReference(fbb, fb::DataLocation::INLINE, index), &specs));
     }
-    const std::vector<int64_t> arenas = {0};
-    plans.push_back(fb::CreateExecutionPlanDirect(fbb, m.name.c_str(), 0, &values, &m.inputs,
-                                                  &m.outputs, &chains, &operators, &delegates,
-                                                  &arenas));
+    const std::vector<int64_t> arenas =
+        m.non_const_buffer_sizes.empty() ? std::vector<int64_t>{0} : m.non_const_buffer_sizes;
+    std::vector<flatbuffers::Offset<fb::NonConstBufferDevice>> arena_devices;
+    for (const EtBufferDevice& d : m.non_const_buffer_devices) {
+      arena_devices.push_back(fb::CreateNonConstBufferDevice(
+          fbb, static_cast<int32_t>(d.buffer_idx), static_cast<fb::DeviceType>(d.device_type),
+          d.device_index));
+    }
+    plans.push_back(fb::CreateExecutionPlanDirect(
+        fbb, m.name.c_str(), 0, &values, &m.inputs, &m.outputs, &chains, &operators, &delegates,
+        &arenas, arena_devices.empty() ? nullptr : &arena_devices));
   }
   fb::FinishProgramBuffer(
       fbb, fb::CreateProgramDirect(fbb, 0, &plans, &buffers,
