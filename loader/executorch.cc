@@ -243,6 +243,21 @@ class MethodReader {
     return Invalid(absl::StrCat(label_, ", ", where, ": ", what));
   }
 
+  // A device annotation's type (one of the format's DeviceType values) and index (>= 0).
+  absl::Status CheckDevice(absl::string_view where, absl::string_view subject, int type,
+                           int index) const {
+    if (type < static_cast<int>(fb::DeviceType::MIN) ||
+        type > static_cast<int>(fb::DeviceType::MAX)) {
+      return Error(where, absl::StrCat(subject, " has device type ", type,
+                                       ", which is not one of 0 CPU, 1 CUDA"));
+    }
+    if (index < 0) {
+      return Error(where, absl::StrCat(subject, " has device index ", index,
+                                       "; an index is non-negative"));
+    }
+    return absl::OkStatus();
+  }
+
   size_t num_values() const { return Len(plan_.values()); }
 
   // The kind tag a value has in the file (NONE or out of range for a bad one).
@@ -296,16 +311,8 @@ class MethodReader {
       }
       named_by[id] = static_cast<int64_t>(i);
       const int type = static_cast<int>(d->device_type());
-      if (type < static_cast<int>(fb::DeviceType::MIN) ||
-          type > static_cast<int>(fb::DeviceType::MAX)) {
-        return Error(where, absl::StrCat("buffer ", id, " has device type ", type,
-                                         ", which is not one of 0 CPU, 1 CUDA"));
-      }
-      if (d->device_index() < 0) {
-        return Error(
-            where, absl::StrCat("buffer ", id, " has device index ",
-                                static_cast<int>(d->device_index()), "; an index is non-negative"));
-      }
+      FERRY_RETURN_IF_ERROR(
+          CheckDevice(where, absl::StrCat("buffer ", id), type, d->device_index()));
       method_.non_const_buffer_devices.push_back(
           {static_cast<uint32_t>(id), static_cast<int8_t>(type), d->device_index()});
     }
@@ -622,6 +629,9 @@ absl::Status MethodReader::ReadTensor(const std::string& where, const fb::Tensor
   out->layout = t.layout();
   if (const fb::ExtraTensorInfo* extra = t.extra_tensor_info()) {
     out->fully_qualified_name = std::string(View(extra->fully_qualified_name()));
+    FERRY_RETURN_IF_ERROR(CheckDevice(where, "the tensor",
+                                      static_cast<int>(extra->device_type()),
+                                      extra->device_index()));
     out->device_type = static_cast<int8_t>(extra->device_type());
     out->device_index = extra->device_index();
   }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -396,6 +397,30 @@ TEST(ExporterAuditTest, AProgramWithAMalformedArenaDeviceIsRefused) {
               testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                 HasSubstr("entry 0: it names buffer 3, but the method has buffers "
                                           "1..2")));
+}
+
+// A tensor's own device annotation (ExtraTensorInfo) is checked like an arena's: an unknown device
+// type or a negative index is refused, naming the value, never dropped.
+TEST(ExporterAuditTest, AProgramWithAMalformedTensorDeviceIsRefused) {
+  Storage storage;
+  for (const auto& [type, index, message] :
+       std::vector<std::tuple<int8_t, int8_t, std::string>>{
+           {2, 0, "the tensor has device type 2, which is not one of 0 CPU, 1 CUDA"},
+           {1, -1, "the tensor has device index -1; an index is non-negative"}}) {
+    EtProgram p = CopiedAroundADelegate(storage, "cuda:0");
+    p.methods[0].values[0].tensor.device_type = type;
+    p.methods[0].values[0].tensor.device_index = index;
+    absl::StatusOr<std::unique_ptr<Program>> program = Program::FromBytes(testing::WritePte(p));
+    EXPECT_THAT(program.status(),
+                testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("method \"forward\", value 0")))
+        << program.status();
+    EXPECT_THAT(program.status().message(), HasSubstr(message));
+    // The same tensor annotated on cuda:0 reads.
+    p.methods[0].values[0].tensor.device_type = 1;
+    p.methods[0].values[0].tensor.device_index = 0;
+    EXPECT_OK(Program::FromBytes(testing::WritePte(p)).status());
+  }
 }
 
 // `ferry plan --audit` of `p`, written to a temporary file.
