@@ -32,19 +32,8 @@ absl::Status CheckArity(absl::string_view op, absl::Span<const OpArg> args, int 
   return absl::OkStatus();
 }
 
-absl::StatusOr<const TensorRef*> TensorArg(absl::string_view op, absl::Span<const OpArg> args,
-                                           int i) {
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, i));
-  if (t->dtype != DType::kFloat32 && t->dtype != DType::kInt64) {
-    return absl::UnimplementedError(absl::StrCat(op, ": argument ", i, " has dtype ",
-                                                 DTypeName(t->dtype), ", which ", op,
-                                                 " does not support (float32 and int64 only)"));
-  }
-  return t;
-}
-
-absl::StatusOr<const TensorRef*> AnyTensorArg(absl::string_view op, absl::Span<const OpArg> args,
-                                              int i) {
+absl::Status TensorArgError(absl::string_view op, absl::Span<const OpArg> args, int i,
+                            bool any_dtype) {
   const TensorRef* t = args[i].tensor;
   if (t == nullptr) return OpError(op, "argument ", i, " must be a tensor");
   if (t->rank < 0 || t->rank > kMaxRank) {
@@ -54,7 +43,12 @@ absl::StatusOr<const TensorRef*> AnyTensorArg(absl::string_view op, absl::Span<c
     if (t->sizes[d] < 0) return OpError(op, "argument ", i, " has negative size ", t->sizes[d]);
   }
   if (!IsKnownDType(t->dtype)) return OpError(op, "argument ", i, " has an unknown dtype");
-  return t;
+  if (!any_dtype && t->dtype != DType::kFloat32 && t->dtype != DType::kInt64) {
+    return absl::UnimplementedError(absl::StrCat(op, ": argument ", i, " has dtype ",
+                                                 DTypeName(t->dtype), ", which ", op,
+                                                 " does not support (float32 and int64 only)"));
+  }
+  return absl::InternalError(absl::StrCat(op, ": argument ", i, " was refused without a reason"));
 }
 
 absl::Status CheckDType(absl::string_view op, int i, const TensorRef& t, DType expected) {

@@ -229,11 +229,17 @@ absl::Status MethodLoader::ResolveOps() {
   pin_.method = &m_;
   pin_.effects.resize(nn);
   pin_.layouts.resize(nv);
+  // The last op looked up: runs of nodes of one op (chains, layers) look it up once.
+  absl::string_view last_op;
+  const OpSchema* last_schema = nullptr;
   for (size_t n = 0; n < nn; ++n) {
     const NodeDef& node = m_.nodes[n];
     NodeEffects& effects = pin_.effects[n];
     if (node.kind == NodeKind::kHostOp) {
-      const OpSchema* schema = rt_.ops().Find(node.op);
+      const OpSchema* schema =
+          last_schema != nullptr && node.op == last_op ? last_schema : rt_.ops().Find(node.op);
+      last_op = node.op;
+      last_schema = schema;
       if (schema == nullptr) {
         return absl::UnimplementedError(absl::StrCat(
             NodeContext(n), ": unknown op \"", node.op,

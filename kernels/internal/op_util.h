@@ -48,13 +48,36 @@ absl::Status OpError(absl::string_view op, const Parts&... parts) {
 absl::Status CheckArity(absl::string_view op, absl::Span<const OpArg> args, int min_args,
                         int max_args, absl::Span<InferredResult> results, int num_results);
 
+// The errors of the two functions below, built out of line: infer runs per node at load.
+absl::Status TensorArgError(absl::string_view op, absl::Span<const OpArg> args, int i,
+                            bool any_dtype);
+
+// Whether `t` is a tensor with a valid rank and non-negative sizes.
+inline bool IsWellFormedTensor(const TensorRef* t) {
+  if (t == nullptr || t->rank < 0 || t->rank > kMaxRank) return false;
+  for (int d = 0; d < t->rank; ++d) {
+    if (t->sizes[d] < 0) return false;
+  }
+  return true;
+}
+
 // Argument `i` as a tensor with a valid rank and non-negative sizes, of dtype float32 or int64
 // (the dtypes every op supports); bool and int32 are Unimplemented, naming the op.
-absl::StatusOr<const TensorRef*> TensorArg(absl::string_view op, absl::Span<const OpArg> args,
-                                           int i);
+inline absl::StatusOr<const TensorRef*> TensorArg(absl::string_view op,
+                                                  absl::Span<const OpArg> args, int i) {
+  const TensorRef* t = args[i].tensor;
+  if (IsWellFormedTensor(t) && (t->dtype == DType::kFloat32 || t->dtype == DType::kInt64)) {
+    return t;
+  }
+  return TensorArgError(op, args, i, /*any_dtype=*/false);
+}
 // The same for ops that take every dtype (copies, views, casts, comparisons).
-absl::StatusOr<const TensorRef*> AnyTensorArg(absl::string_view op, absl::Span<const OpArg> args,
-                                              int i);
+inline absl::StatusOr<const TensorRef*> AnyTensorArg(absl::string_view op,
+                                                     absl::Span<const OpArg> args, int i) {
+  const TensorRef* t = args[i].tensor;
+  if (IsWellFormedTensor(t) && IsKnownDType(t->dtype)) return t;
+  return TensorArgError(op, args, i, /*any_dtype=*/true);
+}
 absl::Status CheckDType(absl::string_view op, int i, const TensorRef& t, DType expected);
 absl::Status CheckSameDType(absl::string_view op, int i, const TensorRef& t, int j,
                             const TensorRef& u);
