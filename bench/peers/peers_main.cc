@@ -294,13 +294,19 @@ absl::StatusOr<std::vector<double>> Interleaved(const std::vector<Batch>& sides,
   return medians;
 }
 
+// Three significant digits (two below 10 ns), in ns, us, ms or s.
 std::string FormatTime(double ns) {
   if (ns < 1e3) return absl::StrFormat("%.0f ns", ns);
-  if (ns < 1e4) return absl::StrFormat("%.2f us", ns / 1e3);
-  if (ns < 1e6) return absl::StrFormat("%.1f us", ns / 1e3);
-  if (ns < 1e7) return absl::StrFormat("%.2f ms", ns / 1e6);
-  if (ns < 1e9) return absl::StrFormat("%.1f ms", ns / 1e6);
-  return absl::StrFormat("%.2f s", ns / 1e9);
+  const char* unit = "us";
+  double v = ns / 1e3;
+  if (ns >= 1e9) {
+    unit = "s";
+    v = ns / 1e9;
+  } else if (ns >= 1e6) {
+    unit = "ms";
+    v = ns / 1e6;
+  }
+  return absl::StrFormat(v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, unit);
 }
 
 struct Row {
@@ -517,7 +523,7 @@ absl::StatusOr<double> ColdLoadInChild(const std::string& side, const std::strin
 }
 
 std::string PerNode(double us, int nodes) {
-  return absl::StrFormat("%s (%.2f us/node)", FormatTime(us * 1e3), us / nodes);
+  return absl::StrFormat("%s (%.3g us/node)", FormatTime(us * 1e3), us / nodes);
 }
 
 // The add chain of `nodes`: checked once loaded, then loaded `reps` times per side, in turns, in
@@ -590,6 +596,10 @@ std::string Today() {
   return buf;
 }
 
+std::string FormatRatio(double ratio) {
+  return absl::StrFormat(ratio < 0.1 ? "%.3f" : "%.2f", ratio);
+}
+
 std::string Table(const std::vector<Row>& rows, const std::string& ort_version,
                   const std::string& command) {
   std::string t = absl::StrFormat(
@@ -604,7 +614,7 @@ std::string Table(const std::vector<Row>& rows, const std::string& ort_version,
     absl::StrAppend(&t, "| ", r.workload, " | ",
                     r.ferry_text.empty() ? FormatTime(r.ferry_ns) : r.ferry_text, " | ",
                     r.ort_text.empty() ? FormatTime(r.ort_ns) : r.ort_text, " | ",
-                    absl::StrFormat("%.3g", r.ferry_ns / r.ort_ns), " | ", r.ort_path, " |\n");
+                    FormatRatio(r.ferry_ns / r.ort_ns), " | ", r.ort_path, " |\n");
   }
   return t;
 }
