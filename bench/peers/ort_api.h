@@ -9,8 +9,9 @@
 //
 // Misread indices would call the wrong functions, so ort_peer.cc checks them when it opens the
 // library: a status made with CreateStatus must come back through GetErrorCode and
-// GetErrorMessage, GetAvailableProviders must list the CPU provider, and every figure the harness
-// reports is preceded by a comparison of ONNX Runtime's result with Ferry's.
+// GetErrorMessage, GetAvailableProviders must list the CPU provider, a tensor made over the
+// caller's memory must hand that memory back; and peers_main.cc checks that a session starts no
+// threads and compares ONNX Runtime's result with Ferry's before every figure it reports.
 //
 // Thread safety and ownership are ONNX Runtime's: objects returned through `out` parameters are
 // released with the matching Release* entry.

@@ -14,6 +14,7 @@
 // gives medians over the repetitions. First loads in a process run in fresh processes: the
 // harness executes itself (--cold=ferry|ort --nodes=N), and the child times one load after its
 // setup (the runtime made, the library opened, the model bytes built).
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,7 +28,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -173,7 +173,6 @@ int64_t Elements(const Dims& dims) {
 // Both sides of a workload, loaded, with inputs and ONNX Runtime's output buffer bound once.
 struct Loaded {
   const OrtPeer* ort = nullptr;
-  const Workload* workload = nullptr;
   std::unique_ptr<Program> program;
   std::unique_ptr<Method> method;
   std::unique_ptr<PeerSession> session;
@@ -186,14 +185,31 @@ struct Loaded {
   std::vector<const OrtValue*> input_value_ptrs;
 };
 
+// The threads of this process.
+int CountThreads() {
+  int n = 0;
+  if (DIR* dir = opendir("/proc/self/task"); dir != nullptr) {
+    while (const dirent* e = readdir(dir)) n += e->d_name[0] != '.';
+    closedir(dir);
+  }
+  return n;
+}
+
 absl::StatusOr<std::unique_ptr<Loaded>> Load(const Runtime& rt, const OrtPeer& ort,
                                              const Workload& w) {
   auto l = std::make_unique<Loaded>();
   l->ort = &ort;
-  l->workload = &w;
   FERRY_ASSIGN_OR_RETURN(l->program, Program::FromBytes(w.ferry_program));
   FERRY_ASSIGN_OR_RETURN(l->method, rt.LoadMethod(*l->program, "forward"));
+  // A session with one intra-op and one inter-op thread starts no threads: more would mean the
+  // options (SetIntraOpNumThreads, SetInterOpNumThreads) were not applied.
+  const int threads = CountThreads();
   FERRY_ASSIGN_OR_RETURN(l->session, ort.CreateSession(w.onnx_model));
+  if (CountThreads() != threads) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "an ONNX Runtime session started %d threads: it does not run on one thread",
+        CountThreads() - threads));
+  }
   for (size_t i = 0; i < w.inputs.size(); ++i) {
     std::vector<float>& in = l->inputs.emplace_back(Elements(w.inputs[i]));
     // Mixed signs (relu has work to do), different per input, exact in float.
