@@ -19,16 +19,16 @@ constexpr int kInput = 1, kOutput = 2, kOpType = 4, kAttribute = 5;
 namespace attribute {
 constexpr int kName = 1, kI = 3, kType = 20;
 constexpr int64_t kTypeInt = 2;  // AttributeProto.AttributeType INT
-}
+}  // namespace attribute
 namespace tensor {
 constexpr int kDims = 1, kDataType = 2, kName = 8, kRawData = 9;
 constexpr int64_t kFloat = 1;  // TensorProto.DataType FLOAT
-}
+}  // namespace tensor
 namespace value_info {
 constexpr int kName = 1, kType = 2;
 }
 namespace type {
-constexpr int kTensorType = 1;           // TypeProto.tensor_type
+constexpr int kTensorType = 1;            // TypeProto.tensor_type
 constexpr int kElemType = 1, kShape = 2;  // TypeProto.Tensor
 constexpr int kDim = 1;                   // TensorShapeProto.dim
 constexpr int kDimValue = 1;              // TensorShapeProto.Dimension.dim_value

@@ -84,8 +84,8 @@ struct OrtApiTable {
                  const char* const* output_names, size_t num_outputs, OrtValue** outputs) const {
     return At<OrtStatus* (*)(OrtSession*, const OrtRunOptions*, const char* const*,
                              const OrtValue* const*, size_t, const char* const*, size_t,
-                             OrtValue**)>(9)(session, run_options, input_names, inputs,
-                                             num_inputs, output_names, num_outputs, outputs);
+                             OrtValue**)>(9)(session, run_options, input_names, inputs, num_inputs,
+                                             output_names, num_outputs, outputs);
   }
 
   // Session options (10, 13, 23, 24, 25).
@@ -153,7 +153,7 @@ struct OrtApiTable {
   }
   OrtStatus* BindOutput(OrtIoBinding* binding, const char* name, const OrtValue* value) const {
     return At<OrtStatus* (*)(OrtIoBinding*, const char*, const OrtValue*)>(137)(binding, name,
-                                                                                 value);
+                                                                                value);
   }
 };
 

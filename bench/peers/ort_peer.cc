@@ -43,9 +43,9 @@ absl::StatusOr<std::unique_ptr<OrtPeer>> OrtPeer::Open(const std::string& librar
   std::string version = base->GetVersionString();
   if (!AtLeastMinimum(version)) {
     dlclose(handle);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "ONNX Runtime ", version, " is older than ", kMinMajor, ".", kMinMinor,
-        ", the release whose function table the harness was checked against"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("ONNX Runtime ", version, " is older than ", kMinMajor, ".", kMinMinor,
+                     ", the release whose function table the harness was checked against"));
   }
   const void* table = base->GetApi(kOrtApiVersion);
   if (table == nullptr) {
@@ -53,8 +53,8 @@ absl::StatusOr<std::unique_ptr<OrtPeer>> OrtPeer::Open(const std::string& librar
     return absl::FailedPreconditionError(
         absl::StrCat("ONNX Runtime ", version, " does not serve API version ", kOrtApiVersion));
   }
-  std::unique_ptr<OrtPeer> peer(new OrtPeer(
-      handle, OrtApiTable{static_cast<const void* const*>(table)}, std::move(version)));
+  std::unique_ptr<OrtPeer> peer(
+      new OrtPeer(handle, OrtApiTable{static_cast<const void* const*>(table)}, std::move(version)));
   FERRY_RETURN_IF_ERROR(peer->Init());
   return peer;
 }
@@ -77,8 +77,7 @@ absl::Status OrtPeer::Init() {
   // Entries 0, 1, 2 and 93: a status made here must come back with its code and message.
   constexpr char kProbe[] = "ferry probe";
   OrtStatus* probe = api_.CreateStatus(kOrtErrorInvalidArgument, kProbe);
-  const bool status_ok = probe != nullptr &&
-                         api_.GetErrorCode(probe) == kOrtErrorInvalidArgument &&
+  const bool status_ok = probe != nullptr && api_.GetErrorCode(probe) == kOrtErrorInvalidArgument &&
                          std::strcmp(api_.GetErrorMessage(probe), kProbe) == 0;
   if (probe != nullptr) api_.ReleaseStatus(probe);
   if (!status_ok) {
@@ -89,20 +88,20 @@ absl::Status OrtPeer::Init() {
   // Entries 125 and 126, past the middle of the table: the CPU provider must be listed.
   char** providers = nullptr;
   int count = 0;
-  FERRY_RETURN_IF_ERROR(Check(api_.GetAvailableProviders(&providers, &count),
-                              "GetAvailableProviders"));
+  FERRY_RETURN_IF_ERROR(
+      Check(api_.GetAvailableProviders(&providers, &count), "GetAvailableProviders"));
   bool has_cpu = false;
   for (int i = 0; i < count; ++i) has_cpu |= std::strcmp(providers[i], "CPUExecutionProvider") == 0;
-  FERRY_RETURN_IF_ERROR(Check(api_.ReleaseAvailableProviders(providers, count),
-                              "ReleaseAvailableProviders"));
+  FERRY_RETURN_IF_ERROR(
+      Check(api_.ReleaseAvailableProviders(providers, count), "ReleaseAvailableProviders"));
   if (!has_cpu) {
     return absl::FailedPreconditionError(
         "GetAvailableProviders does not list CPUExecutionProvider: the function table's indices "
         "are wrong for this release");
   }
 
-  FERRY_RETURN_IF_ERROR(Check(api_.CreateEnv(kOrtLoggingLevelWarning, "ferry_peers", &env_),
-                              "CreateEnv"));
+  FERRY_RETURN_IF_ERROR(
+      Check(api_.CreateEnv(kOrtLoggingLevelWarning, "ferry_peers", &env_), "CreateEnv"));
   FERRY_RETURN_IF_ERROR(Check(api_.CreateSessionOptions(&options_), "CreateSessionOptions"));
   FERRY_RETURN_IF_ERROR(Check(api_.SetIntraOpNumThreads(options_, 1), "SetIntraOpNumThreads"));
   FERRY_RETURN_IF_ERROR(Check(api_.SetInterOpNumThreads(options_, 1), "SetInterOpNumThreads"));
@@ -117,9 +116,9 @@ absl::Status OrtPeer::Init() {
 absl::StatusOr<std::unique_ptr<PeerSession>> OrtPeer::CreateSession(
     absl::Span<const uint8_t> model) const {
   OrtSession* session = nullptr;
-  FERRY_RETURN_IF_ERROR(Check(
-      api_.CreateSessionFromArray(env_, model.data(), model.size(), options_, &session),
-      "CreateSessionFromArray"));
+  FERRY_RETURN_IF_ERROR(
+      Check(api_.CreateSessionFromArray(env_, model.data(), model.size(), options_, &session),
+            "CreateSessionFromArray"));
   return std::unique_ptr<PeerSession>(new PeerSession(&api_, session));
 }
 
@@ -127,10 +126,10 @@ absl::StatusOr<PeerValue> OrtPeer::WrapFloats(float* data, absl::Span<const int6
   size_t elements = 1;
   for (int64_t d : dims) elements *= static_cast<size_t>(d);
   OrtValue* value = nullptr;
-  FERRY_RETURN_IF_ERROR(Check(
-      api_.CreateTensorWithDataAsOrtValue(cpu_, data, elements * sizeof(float), dims.data(),
-                                          dims.size(), kOnnxFloat, &value),
-      "CreateTensorWithDataAsOrtValue"));
+  FERRY_RETURN_IF_ERROR(
+      Check(api_.CreateTensorWithDataAsOrtValue(cpu_, data, elements * sizeof(float), dims.data(),
+                                                dims.size(), kOnnxFloat, &value),
+            "CreateTensorWithDataAsOrtValue"));
   // Entry 51: the value must hold the caller's memory, not a copy.
   void* held = nullptr;
   FERRY_RETURN_IF_ERROR(Check(api_.GetTensorMutableData(value, &held), "GetTensorMutableData"));

@@ -1,7 +1,8 @@
 // ONNX Runtime as a peer to time Ferry against: the CPU library opened with dlopen, checked, and
 // wrapped in the few owners the harness needs.
 //
-//   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<OrtPeer> ort, OrtPeer::Open("/path/libonnxruntime.so.1"));
+//   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<OrtPeer> ort,
+//   OrtPeer::Open("/path/libonnxruntime.so.1"));
 //   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<PeerSession> s, ort->CreateSession(model_bytes));
 //   FERRY_ASSIGN_OR_RETURN(PeerValue x, ort->WrapFloats(data, {16}));
 //
@@ -62,8 +63,7 @@ class OrtPeer {
   const std::string& version() const { return version_; }
 
   // A session over a serialized ModelProto (copied by ONNX Runtime).
-  absl::StatusOr<std::unique_ptr<PeerSession>> CreateSession(
-      absl::Span<const uint8_t> model) const;
+  absl::StatusOr<std::unique_ptr<PeerSession>> CreateSession(absl::Span<const uint8_t> model) const;
   // A float32 tensor over the caller's memory, which must outlive the value.
   absl::StatusOr<PeerValue> WrapFloats(float* data, absl::Span<const int64_t> dims) const;
 

@@ -98,8 +98,7 @@ class WorkloadBuilder {
   Workload Finish(ValueId ferry_output, const Dims& dims) {
     method_.Output(ferry_output);
     onnx_.Output("y", dims);
-    return Workload{std::move(inputs_), dims, std::move(program_.Build()).value(),
-                    onnx_.Finish()};
+    return Workload{std::move(inputs_), dims, std::move(program_.Build()).value(), onnx_.Finish()};
   }
 
  private:
@@ -206,9 +205,9 @@ absl::StatusOr<std::unique_ptr<Loaded>> Load(const Runtime& rt, const OrtPeer& o
   const int threads = CountThreads();
   FERRY_ASSIGN_OR_RETURN(l->session, ort.CreateSession(w.onnx_model));
   if (CountThreads() != threads) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "an ONNX Runtime session started %d threads: it does not run on one thread",
-        CountThreads() - threads));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("an ONNX Runtime session started %d threads: it does not run on one thread",
+                        CountThreads() - threads));
   }
   for (size_t i = 0; i < w.inputs.size(); ++i) {
     std::vector<float>& in = l->inputs.emplace_back(Elements(w.inputs[i]));
@@ -216,8 +215,8 @@ absl::StatusOr<std::unique_ptr<Loaded>> Load(const Runtime& rt, const OrtPeer& o
     for (size_t k = 0; k < in.size(); ++k) {
       in[k] = static_cast<float>(static_cast<int64_t>((k * 7 + i * 3) % 23) - 11) / 8.0f;
     }
-    FERRY_RETURN_IF_ERROR(l->method->SetInput(
-        i, TensorView::Host(DType::kFloat32, w.inputs[i], in.data())));
+    FERRY_RETURN_IF_ERROR(
+        l->method->SetInput(i, TensorView::Host(DType::kFloat32, w.inputs[i], in.data())));
     FERRY_ASSIGN_OR_RETURN(PeerValue v, ort.WrapFloats(in.data(), w.inputs[i]));
     l->input_value_ptrs.push_back(v.get());
     l->ort_inputs.push_back(std::move(v));
@@ -290,8 +289,8 @@ absl::StatusOr<std::vector<double>> Interleaved(const std::vector<Batch>& sides,
     for (;;) {
       FERRY_ASSIGN_OR_RETURN(double ns, time_batch(s, iterations[s]));
       if (ns >= target_ms * 1e5) {
-        iterations[s] = std::max<int64_t>(1, static_cast<int64_t>(
-                                                 iterations[s] * target_ms * 1e6 / ns));
+        iterations[s] =
+            std::max<int64_t>(1, static_cast<int64_t>(iterations[s] * target_ms * 1e6 / ns));
         break;
       }
       iterations[s] *= 2;
@@ -334,7 +333,6 @@ struct Row {
   std::string ort_path;  // what the ONNX Runtime figure times
 };
 
-
 // --- bind inputs + execute -----------------------------------------------------------------------
 
 // One relu (1 input) or add (2 inputs) over 16 floats, inputs bound on every call: Ferry's
@@ -350,11 +348,10 @@ absl::StatusOr<Row> BindExecute(const Runtime& rt, const OrtPeer& ort, const std
   const Dims dims = w.inputs[0];
 
   OrtIoBinding* binding = nullptr;
-  FERRY_RETURN_IF_ERROR(ort.Check(api.CreateIoBinding(l.session->get(), &binding),
-                                  "CreateIoBinding"));
+  FERRY_RETURN_IF_ERROR(
+      ort.Check(api.CreateIoBinding(l.session->get(), &binding), "CreateIoBinding"));
   auto release_binding = [&api](OrtIoBinding* b) { api.ReleaseIoBinding(b); };
-  std::unique_ptr<OrtIoBinding, decltype(release_binding)> binding_owner(binding,
-                                                                          release_binding);
+  std::unique_ptr<OrtIoBinding, decltype(release_binding)> binding_owner(binding, release_binding);
   FERRY_RETURN_IF_ERROR(
       ort.Check(api.BindOutput(binding, kOutputNames[0], l.ort_output_value.get()), "BindOutput"));
 
@@ -383,12 +380,10 @@ absl::StatusOr<Row> BindExecute(const Runtime& rt, const OrtPeer& ort, const std
     }
     return s;
   };
-  FERRY_RETURN_IF_ERROR(CompareOutputs(label + " (Run)", l, [&] {
-    return ort.Check(ort_call(false), "Run");
-  }));
-  FERRY_RETURN_IF_ERROR(CompareOutputs(label + " (RunWithBinding)", l, [&] {
-    return ort.Check(ort_call(true), "RunWithBinding");
-  }));
+  FERRY_RETURN_IF_ERROR(
+      CompareOutputs(label + " (Run)", l, [&] { return ort.Check(ort_call(false), "Run"); }));
+  FERRY_RETURN_IF_ERROR(CompareOutputs(
+      label + " (RunWithBinding)", l, [&] { return ort.Check(ort_call(true), "RunWithBinding"); }));
 
   Method& method = *l.method;
   std::vector<TensorView> views;
@@ -421,15 +416,19 @@ absl::StatusOr<Row> BindExecute(const Runtime& rt, const OrtPeer& ort, const std
   row.workload = label;
   row.ferry_ns = ns[0];
   row.ort_ns = std::min(ns[1], ns[2]);
-  row.ort_path = binding_faster
-                     ? absl::StrCat("CreateTensorWithDataAsOrtValue + BindInput + RunWithBinding "
-                                    "(plain Run: ", FormatTime(ns[1]), ")")
-                     : absl::StrCat("CreateTensorWithDataAsOrtValue + Run (IoBinding + "
-                                    "RunWithBinding: ", FormatTime(ns[2]), ")");
+  row.ort_path = binding_faster ? absl::StrCat(
+                                      "CreateTensorWithDataAsOrtValue + BindInput + RunWithBinding "
+                                      "(plain Run: ",
+                                      FormatTime(ns[1]), ")")
+                                : absl::StrCat(
+                                      "CreateTensorWithDataAsOrtValue + Run (IoBinding + "
+                                      "RunWithBinding: ",
+                                      FormatTime(ns[2]), ")");
   return row;
 }
 
-// --- kernels and linear ----------------------------------------------------------------------------
+// --- kernels and linear
+// ----------------------------------------------------------------------------
 
 // Inputs bound once; Ferry's Execute against ONNX Runtime's Run (output into a bound buffer).
 absl::StatusOr<Row> Steady(const Runtime& rt, const OrtPeer& ort, const std::string& label,
@@ -455,7 +454,8 @@ absl::StatusOr<Row> Steady(const Runtime& rt, const OrtPeer& ort, const std::str
   return Row{label, ns[0], ns[1], "", "", "Run, inputs and output bound once"};
 }
 
-// --- load ------------------------------------------------------------------------------------------
+// --- load
+// ------------------------------------------------------------------------------------------
 
 double MicrosSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
@@ -463,8 +463,8 @@ double MicrosSince(Clock::time_point t0) {
 
 // One timed load of `bytes` on `side` ("ferry": Program::FromBytes + LoadMethod; "ort":
 // CreateSessionFromArray), in microseconds; the loaded objects are destroyed after the clock stops.
-absl::StatusOr<double> TimeOneLoad(const std::string& side, const Runtime& rt,
-                                   const OrtPeer* ort, const std::vector<uint8_t>& bytes) {
+absl::StatusOr<double> TimeOneLoad(const std::string& side, const Runtime& rt, const OrtPeer* ort,
+                                   const std::vector<uint8_t>& bytes) {
   if (side == "ferry") {
     const Clock::time_point t0 = Clock::now();
     FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Program::FromBytes(bytes));
@@ -485,7 +485,8 @@ absl::StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) {
 
 absl::Status WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
   return absl::OkStatus();
 }
@@ -544,8 +545,8 @@ std::string PerNode(double us, int nodes) {
 
 // The add chain of `nodes`: checked once loaded, then loaded `reps` times per side, in turns, in
 // this process (steady state: after that first load) and in fresh processes (first load).
-absl::Status LoadRows(const Runtime& rt, const OrtPeer& ort, int nodes, int reps,
-                      int cold_reps, const std::string& ort_lib, const std::string& tmp_dir,
+absl::Status LoadRows(const Runtime& rt, const OrtPeer& ort, int nodes, int reps, int cold_reps,
+                      const std::string& ort_lib, const std::string& tmp_dir,
                       std::vector<Row>& rows) {
   const Workload w = AddChain(nodes);
   {
@@ -576,9 +577,9 @@ absl::Status LoadRows(const Runtime& rt, const OrtPeer& ort, int nodes, int reps
   for (int r = 0; r < cold_reps; ++r) {
     for (int k = 0; k < 2; ++k) {
       const bool ferry_turn = (k + r) % 2 == 0;
-      FERRY_ASSIGN_OR_RETURN(double us, ColdLoadInChild(ferry_turn ? "ferry" : "ort",
-                                                        ferry_turn ? ferry_path : onnx_path,
-                                                        ort_lib));
+      FERRY_ASSIGN_OR_RETURN(double us,
+                             ColdLoadInChild(ferry_turn ? "ferry" : "ort",
+                                             ferry_turn ? ferry_path : onnx_path, ort_lib));
       (ferry_turn ? ferry_us : ort_us).push_back(us);
     }
   }
@@ -586,13 +587,14 @@ absl::Status LoadRows(const Runtime& rt, const OrtPeer& ort, int nodes, int reps
   std::remove(onnx_path.c_str());
   f = Median(ferry_us);
   o = Median(ort_us);
-  rows.push_back(Row{absl::StrCat("load, chain of ", count, " adds, first in a process"),
-                     f * 1e3, o * 1e3, PerNode(f, nodes), PerNode(o, nodes),
+  rows.push_back(Row{absl::StrCat("load, chain of ", count, " adds, first in a process"), f * 1e3,
+                     o * 1e3, PerNode(f, nodes), PerNode(o, nodes),
                      "CreateSessionFromArray in a fresh process"});
   return absl::OkStatus();
 }
 
-// --- the table -------------------------------------------------------------------------------------
+// --- the table
+// -------------------------------------------------------------------------------------
 
 std::string CpuModel() {
   std::ifstream in("/proc/cpuinfo");
@@ -622,8 +624,8 @@ std::string Table(const std::vector<Row>& rows, const std::string& ort_version,
       "Measured on %s on %s (%u CPUs), ONNX Runtime %s (the CPU library of npm "
       "`onnxruntime-node`), Ferry built %s, with `%s`. Both sides on one thread; medians of "
       "interleaved repetitions; ratio < 1: Ferry is faster.\n\n",
-      Today(), CpuModel(), std::thread::hardware_concurrency(), ort_version,
-      FERRY_PEERS_BUILD_TYPE, command);
+      Today(), CpuModel(), std::thread::hardware_concurrency(), ort_version, FERRY_PEERS_BUILD_TYPE,
+      command);
   absl::StrAppend(&t, "| workload | Ferry | ONNX Runtime | Ferry / ORT | ONNX Runtime path |\n",
                   "| --- | --- | --- | --- | --- |\n");
   for (const Row& r : rows) {
@@ -694,16 +696,16 @@ absl::Status Run(const Args& args, const OrtPeer& ort) {
                                         Elementwise("add", "Add", 2, {16}), 15)));
   std::fprintf(stderr, "kernels and linear\n");
   constexpr int64_t k64K = 64 * 1024;
-  FERRY_RETURN_IF_ERROR(add(Steady(rt, ort, "add, 64K floats", Elementwise("add", "Add", 2, {k64K}),
-                                   11, 10)));
-  FERRY_RETURN_IF_ERROR(add(Steady(rt, ort, "relu, 64K floats",
-                                   Elementwise("relu", "Relu", 1, {k64K}), 11, 10)));
-  FERRY_RETURN_IF_ERROR(add(Steady(rt, ort, "softmax, [64, 1024], last axis", Softmax(64, 1024),
-                                   11, 10)));
-  FERRY_RETURN_IF_ERROR(add(Steady(rt, ort, "linear [64, 64] x [64, 64]^T + bias (Gemm)",
-                                   Linear(64), 11, 10)));
-  FERRY_RETURN_IF_ERROR(add(Steady(rt, ort, "linear [512, 512] x [512, 512]^T + bias (Gemm)",
-                                   Linear(512), 7, 30)));
+  FERRY_RETURN_IF_ERROR(
+      add(Steady(rt, ort, "add, 64K floats", Elementwise("add", "Add", 2, {k64K}), 11, 10)));
+  FERRY_RETURN_IF_ERROR(
+      add(Steady(rt, ort, "relu, 64K floats", Elementwise("relu", "Relu", 1, {k64K}), 11, 10)));
+  FERRY_RETURN_IF_ERROR(
+      add(Steady(rt, ort, "softmax, [64, 1024], last axis", Softmax(64, 1024), 11, 10)));
+  FERRY_RETURN_IF_ERROR(
+      add(Steady(rt, ort, "linear [64, 64] x [64, 64]^T + bias (Gemm)", Linear(64), 11, 10)));
+  FERRY_RETURN_IF_ERROR(
+      add(Steady(rt, ort, "linear [512, 512] x [512, 512]^T + bias (Gemm)", Linear(512), 7, 30)));
 
   char tmp_template[] = "/tmp/ferry_peers_XXXXXX";
   if (mkdtemp(tmp_template) == nullptr) return absl::InternalError("mkdtemp failed");
@@ -715,8 +717,8 @@ absl::Status Run(const Args& args, const OrtPeer& ort) {
     if (load.nodes > args.max_nodes) continue;
     std::fprintf(stderr, "load, %d nodes\n", load.nodes);
     const size_t before = rows.size();
-    absl::Status s = LoadRows(rt, ort, load.nodes, load.reps, load.cold_reps, args.ort_lib,
-                              tmp_template, rows);
+    absl::Status s =
+        LoadRows(rt, ort, load.nodes, load.reps, load.cold_reps, args.ort_lib, tmp_template, rows);
     if (!s.ok()) {
       rmdir(tmp_template);
       return s;
