@@ -215,7 +215,7 @@ absl::Status MethodLoader::ResolveOps() {
   const size_t nn = m_.nodes.size();
   backends_.assign(nn, nullptr);
   schemas_.assign(nn, nullptr);
-  natural_.resize(nv);
+  natural_.assign(nv, TensorRef{});  // copies of one value: no per-element memset call
   view_offset_.assign(nv, 0);
   for (size_t v = 0; v < nv; ++v) {
     const ValueDef& value = m_.values[v];
@@ -317,7 +317,7 @@ absl::Status MethodLoader::Place() {
 absl::Status MethodLoader::ResolveLayouts() {
   const PlacementPlan& p = plan();
   const size_t nb = p.buffers.size();
-  impl_.refs_.resize(nb);
+  impl_.refs_.assign(nb, TensorRef{});
   impl_.buffer_runtime_.assign(nb, nullptr);
   impl_.alias_offset_.assign(nb, 0);
   for (size_t b = 0; b < nb; ++b) {
