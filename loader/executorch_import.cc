@@ -48,6 +48,7 @@ class MethodImporter {
 
   absl::StatusOr<MethodDef> Run() {
     def_.name = et_.name;
+    def_.exporter_arenas = EtExporterArenas(et_);
     latest_.assign(et_.values.size(), -1);
     FERRY_RETURN_IF_ERROR(AddInputs());
     for (size_t i = 0; i < et_.instructions.size(); ++i) {

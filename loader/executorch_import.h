@@ -51,9 +51,10 @@
 // before Runtime::LoadMethod, which otherwise fails with NotFound naming the backend, the method
 // and the instruction. docs/executorch_delegates.md shows a backend that runs Ferry's graph
 // payloads under an ExecuTorch-style id.
-// ExecuTorch's memory plan (memory_id, offsets, arena devices) is read and shown
-// (EtExporterArenas), not used: Ferry plans its own arenas. The arena of each value made from a
-// planned tensor is recorded in MethodDef::exporter_allocations, for the audit.
+// ExecuTorch's memory plan (memory_id, offsets, arena devices) is read and shown, not used:
+// Ferry plans its own arenas. The import records it with the exporter's other records: the
+// arenas (EtExporterArenas) in MethodDef::exporter_arenas, and the arena of each value made from
+// a planned tensor in MethodDef::exporter_allocations, for the audit.
 //
 // Errors: Unimplemented naming the method and instruction for an op, dtype, dynamic shape or
 // scalar value Ferry does not support (`etnp::lstm.out`, a delegate call whose results are

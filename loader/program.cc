@@ -190,9 +190,6 @@ absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
   EtImportOptions import_options;
   import_options.data = data_file.has_value() ? &*data_file : nullptr;
   FERRY_ASSIGN_OR_RETURN(EtImport imported, ImportExecuTorchProgram(et, import_options));
-  for (size_t i = 0; i < imported.methods.size() && i < et.methods.size(); ++i) {
-    imported.methods[i].exporter_arenas = EtExporterArenas(et.methods[i]);
-  }
   // The methods point into the copied constants only, never into the file's bytes.
   storage->imported_constants = std::move(imported.constant_data);
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(imported.methods)));
