@@ -48,7 +48,8 @@ absl::Status TensorArgError(absl::string_view op, absl::Span<const OpArg> args, 
                                                  DTypeName(t->dtype), ", which ", op,
                                                  " does not support (float32 and int64 only)"));
   }
-  return absl::InternalError(absl::StrCat(op, ": argument ", i, " was refused without a reason"));
+  // Only reached when called for an argument the checks accept.
+  return absl::InternalError(absl::StrCat(op, ": argument ", i, " passes every tensor check"));
 }
 
 absl::Status CheckDType(absl::string_view op, int i, const TensorRef& t, DType expected) {

@@ -50,7 +50,8 @@ constexpr CommandSpec kCommands[] = {
      "diagnostics. Nothing is executed. A program with several methods and no --method: every\n"
      "method, loaded together, then once what they share (constant replicas, shared states)\n"
      "and each method's own memory; with --dot, the methods side by side and the values they\n"
-     "share drawn once between them.\n",
+     "share drawn once between them. A delegate whose backend is not registered (an ExecuTorch\n"
+     "backend id such as XnnpackBackend) is planned from what the program declares, and named.\n",
      "ferry plan build/bench/decoder_block.ferry --skip-h2d\n"
      "  ferry plan --dot | dot -Tpng -o plan.png\n"},
     {"run", kRun, "load, execute with generated (or --input) inputs, print outputs and timings",
