@@ -34,7 +34,15 @@ class Auditor {
  public:
   Auditor(const MethodDef& m, const PlacementPlan& plan,
           const absl::flat_hash_map<Device, Device>& device_map)
-      : m_(m), plan_(plan), device_map_(device_map) {}
+      : m_(m), plan_(plan), device_map_(device_map), producer_(m.values.size(), -1) {
+    for (size_t n = 0; n < m_.nodes.size(); ++n) {
+      for (ValueId r : m_.nodes[n].results) {
+        if (r >= 0 && static_cast<size_t>(r) < producer_.size() && producer_[r] < 0) {
+          producer_[r] = static_cast<int32_t>(n);
+        }
+      }
+    }
+  }
 
   std::vector<AuditFinding> Run() {
     ExporterCopies();
@@ -84,12 +92,9 @@ class Auditor {
     const std::optional<absl::string_view> target = node.CompileSpec(kTargetDeviceSpec);
     return target.has_value() && *target == "cpu";
   }
+  // The first node whose result `v` is, or -1.
   int32_t Producer(ValueId v) const {
-    for (size_t n = 0; n < m_.nodes.size(); ++n) {
-      const ValueIds& r = m_.nodes[n].results;
-      if (std::find(r.begin(), r.end(), v) != r.end()) return static_cast<int32_t>(n);
-    }
-    return -1;
+    return v >= 0 && static_cast<size_t>(v) < producer_.size() ? producer_[v] : -1;
   }
   bool Reads(int32_t n, ValueId v) const {
     const ValueIds& a = m_.nodes[n].args;
@@ -224,6 +229,7 @@ class Auditor {
   const MethodDef& m_;
   const PlacementPlan& plan_;
   const absl::flat_hash_map<Device, Device>& device_map_;
+  std::vector<int32_t> producer_;  // per value, the first node that writes it as a result, or -1
   std::vector<AuditFinding> findings_;
 };
 
