@@ -187,6 +187,14 @@ std::vector<float> RunOnce(Method& method, std::vector<float> x) {
   return std::vector<float>(out.data_as<float>(), out.data_as<float>() + kRows * kCols);
 }
 
+// A finding of `kind` at the exporter's `instruction`, naming the value `value`.
+void ExpectFinding(const Loaded& l, const AuditFinding& f, Kind kind, int32_t instruction,
+                   const std::string& value) {
+  EXPECT_EQ(f.kind, kind);
+  EXPECT_EQ(f.instruction, instruction);
+  EXPECT_EQ(NameOf(l, f), value);
+}
+
 const std::vector<float> kX = {0.5f, 1.5f, -2.0f, 3.0f, 0.0f, -1.0f};
 
 TEST(ExporterAuditTest, ACudaDelegateNeedsTheExportersCopiesAndItsConstantOnTheDevice) {
@@ -207,9 +215,7 @@ TEST(ExporterAuditTest, ACudaDelegateNeedsTheExportersCopiesAndItsConstantOnTheD
   // The copies are not nodes: the delegate and the add remain, from instructions 1 and 3.
   EXPECT_THAT(m.node_instructions, ElementsAre(1, 3));
   ASSERT_EQ(l.findings.size(), 1u);
-  EXPECT_EQ(l.findings[0].kind, Kind::kHostConstantToDevice);
-  EXPECT_EQ(l.findings[0].instruction, 1);
-  EXPECT_EQ(NameOf(l, l.findings[0]), "value 6");
+  ExpectFinding(l, l.findings[0], Kind::kHostConstantToDevice, 1, "value 6");
   EXPECT_THAT(l.findings[0].message, HasSubstr("method \"forward\", instruction 1: "));
   std::vector<float> expected(kX.size());
   for (size_t i = 0; i < kX.size(); ++i) expected[i] = 2 * (kX[i] + kWeight[i]);
@@ -226,12 +232,8 @@ TEST(ExporterAuditTest, CopiesAroundACpuDelegateAreReported) {
   ASSERT_NE(l.method, nullptr);
   EXPECT_EQ(l.method->plan().placement.per_call_copies(), 0);
   ASSERT_EQ(l.findings.size(), 2u);
-  EXPECT_EQ(l.findings[0].kind, Kind::kCopyAroundHostDelegate);
-  EXPECT_EQ(l.findings[0].instruction, 0);
-  EXPECT_EQ(NameOf(l, l.findings[0]), "input 0");
-  EXPECT_EQ(l.findings[1].kind, Kind::kCopyAroundHostDelegate);
-  EXPECT_EQ(l.findings[1].instruction, 2);
-  EXPECT_EQ(NameOf(l, l.findings[1]), "value 2");
+  ExpectFinding(l, l.findings[0], Kind::kCopyAroundHostDelegate, 0, "input 0");
+  ExpectFinding(l, l.findings[1], Kind::kCopyAroundHostDelegate, 2, "value 2");
   for (const AuditFinding& f : l.findings) {
     EXPECT_THAT(f.message, HasSubstr(absl::StrCat("method \"forward\", instruction ",
                                                   f.instruction, ": ")));
@@ -255,12 +257,8 @@ TEST(ExporterAuditTest, CopiesTheExporterLeftOutAreReported) {
   Load(p, rt, l);
   ASSERT_NE(l.method, nullptr);
   ASSERT_EQ(l.findings.size(), 2u);
-  EXPECT_EQ(l.findings[0].kind, Kind::kMissingCopy);
-  EXPECT_EQ(l.findings[0].instruction, 0);
-  EXPECT_EQ(NameOf(l, l.findings[0]), "input 0");
-  EXPECT_EQ(l.findings[1].kind, Kind::kMissingResultCopy);
-  EXPECT_EQ(l.findings[1].instruction, 0);
-  EXPECT_EQ(NameOf(l, l.findings[1]), "value 1");
+  ExpectFinding(l, l.findings[0], Kind::kMissingCopy, 0, "input 0");
+  ExpectFinding(l, l.findings[1], Kind::kMissingResultCopy, 0, "value 1");
   std::vector<float> expected(kX.size());
   for (size_t i = 0; i < kX.size(); ++i) expected[i] = 4 * kX[i];
   EXPECT_THAT(RunOnce(*l.method, kX), Pointwise(FloatEq(), expected));
@@ -278,9 +276,7 @@ TEST(ExporterAuditTest, AnUnneededCopyAndAnAnnotationReadElsewhereAreReported) {
   Load(p, rt, l);
   ASSERT_NE(l.method, nullptr);
   ASSERT_EQ(l.findings.size(), 1u);
-  EXPECT_EQ(l.findings[0].kind, Kind::kUnneededCopy);
-  EXPECT_EQ(l.findings[0].instruction, 0);
-  EXPECT_EQ(NameOf(l, l.findings[0]), "input 0");
+  ExpectFinding(l, l.findings[0], Kind::kUnneededCopy, 0, "input 0");
 
   // Without the copy, the annotation itself is the finding: x is read by the add on the host.
   EtProgram q = OneMethod({OnCuda0(FloatTensor({kRows, kCols})), Int(1), FloatTensor({kRows, kCols})}, {2},
@@ -289,21 +285,12 @@ TEST(ExporterAuditTest, AnUnneededCopyAndAnAnnotationReadElsewhereAreReported) {
   Load(q, rt, k);
   ASSERT_NE(k.method, nullptr);
   ASSERT_EQ(k.findings.size(), 1u);
-  EXPECT_EQ(k.findings[0].kind, Kind::kDeviceMismatch);
-  EXPECT_EQ(k.findings[0].instruction, 0);
-  EXPECT_EQ(NameOf(k, k.findings[0]), "input 0");
+  ExpectFinding(k, k.findings[0], Kind::kDeviceMismatch, 0, "input 0");
   EXPECT_THAT(k.findings[0].message, HasSubstr("annotated on cuda:0 (as sim:0)"));
   EXPECT_THAT(k.findings[0].message, HasSubstr("on host"));
 }
 
 // Checks a finding's kind, its exporter's instruction and the name of its value.
-void ExpectFinding(const Loaded& l, const AuditFinding& f, Kind kind, int32_t instruction,
-                   const std::string& value) {
-  EXPECT_EQ(f.kind, kind);
-  EXPECT_EQ(f.instruction, instruction);
-  EXPECT_EQ(NameOf(l, f), value);
-}
-
 std::vector<AuditFinding> OfKind(const std::vector<AuditFinding>& findings, Kind kind) {
   std::vector<AuditFinding> out;
   for (const AuditFinding& f : findings) {
