@@ -83,12 +83,16 @@ void TimeLoads(benchmark::State& state, int n, const std::vector<uint8_t>& bytes
     state.SkipWithError(std::string(s.message()).c_str());
     return;
   }
+  const long faults_before = MinorFaults();
   for (auto _ : state) {
     auto program = Program::FromBytes(bytes);
     auto method = rt.LoadMethod(**program, "forward");
     benchmark::DoNotOptimize(method);
     if (!method.ok()) state.SkipWithError(std::string(method.status().message()).c_str());
   }
+  state.counters["page_faults_per_node"] =
+      static_cast<double>(MinorFaults() - faults_before) /
+      (static_cast<double>(state.iterations()) * n);
   state.SetComplexityN(n);
   state.counters["us_per_node"] = benchmark::Counter(
       static_cast<double>(n) * 1e-6,

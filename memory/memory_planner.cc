@@ -41,6 +41,10 @@ template <typename Key>
 void RadixSortByKey(std::vector<int32_t>& ids, Key key) {
   const size_t n = ids.size();
   if (n < 2) return;
+  // Already in order (requests made in order of first use, as loading makes them): nothing to do.
+  bool sorted = true;
+  for (size_t i = 1; i < n && sorted; ++i) sorted = key(ids[i - 1]) <= key(ids[i]);
+  if (sorted) return;
   std::vector<uint64_t> keys(n);
   uint64_t all_or = 0, all_and = ~uint64_t{0};
   for (size_t i = 0; i < n; ++i) {
