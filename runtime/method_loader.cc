@@ -835,6 +835,16 @@ void MethodLoader::BuildSteps() {
   std::vector<ViewFixup> views;      // scratch
   std::vector<TensorRef*> results;  // scratch
   impl_.steps_.reserve(p.schedule.size());
+  {
+    size_t host_steps = 0, host_args = 0, host_results = 0;
+    for (size_t n = 0; n < m_.nodes.size(); ++n) {
+      if (schemas_[n] == nullptr) continue;
+      ++host_steps;
+      host_args += m_.nodes[n].args.size();
+      host_results += m_.nodes[n].results.size();
+    }
+    impl_.host_tables_.Reserve(host_steps, host_args, host_results, /*views=*/0);
+  }
   for (const ScheduleStep& ss : p.schedule) {
     if (ss.kind == ScheduleStep::Kind::kCopy) {
       const CopyExec& e = impl_.copies_[ss.index];

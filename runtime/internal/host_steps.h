@@ -59,6 +59,15 @@ class HostStepTables {
     size_t views_begin = 0, num_views = 0;
   };
 
+  // Room for `steps` steps with `args` arguments, `results` results and `views` views in all, so
+  // that adding them copies nothing and the tables take no more memory than they hold.
+  void Reserve(size_t steps, size_t args, size_t results, size_t views) {
+    pending_.reserve(steps);
+    args_.reserve(args);
+    results_.reserve(results);
+    views_.reserve(views);
+  }
+
   // Appends a step; returns its index.
   // `kernel` replaces the schema's host kernel (a device kernel of the same op).
   size_t Add(const OpSchema& schema, absl::Span<const OpArg> args,
@@ -79,7 +88,8 @@ class HostStepTables {
     return pending_.size() - 1;
   }
 
-  // Resolves every step's pointers; steps()[i] is the i-th step added.
+  // Resolves every step's pointers; steps()[i] is the i-th step added. Called once, after the
+  // last Add.
   void Finalize() {
     steps_.clear();
     steps_.reserve(pending_.size());
@@ -94,6 +104,7 @@ class HostStepTables {
       s.num_views = static_cast<uint32_t>(p.num_views);
       steps_.push_back(s);
     }
+    pending_ = {};  // load-time only: a loaded method keeps the resolved steps alone
   }
 
   size_t Add(const OpSchema& schema, absl::Span<const OpArg> args,
