@@ -2,8 +2,10 @@
 // 100,000: a chain of host ops with a delegate on cuda:0 (sim:0) every 10 nodes, so placement and
 // copies are exercised. Reported per node.
 //
-//  - BM_Load: the steady state, after one untimed load (the allocator already holds the memory a
-//    load needs); Google Benchmark fits the complexity (the exponent).
+//  - BM_Load: the steady state, after one untimed load; Google Benchmark fits the complexity (the
+//    exponent). The minor page faults per node say whether the allocator kept the memory a load
+//    needs or gave it back to the system between loads (glibc's choice, by the process's history).
+//  - BM_LoadAddChain: the same for a chain of adds of one constant (the peers harness's graph).
 //  - BM_LoadParts: the same split into verify, placement, planning, materialization and teardown,
 //    with the minor page faults per node.
 //  - BM_LoadColdStart: the first load in a process (a child forked per iteration), where every
