@@ -230,6 +230,8 @@ class GraphInstance : public DelegateInstance {
     }
     std::vector<BufferRequest> requests;
     std::vector<ValueId> request_value;
+    std::vector<int32_t> request_of(main.values.size(), -1);  // per value: its request, or -1
+    std::vector<int32_t> bound_as(main.values.size(), -1);    // per value: the output it is written to
     std::vector<int32_t> last_use(main.values.size(), -1);
     for (size_t n = 0; n < main.nodes.size(); ++n) {
       for (ValueId a : main.nodes[n].args) last_use[a] = static_cast<int32_t>(n);
@@ -285,8 +287,10 @@ class GraphInstance : public DelegateInstance {
                inferred[r].view_offset * static_cast<int64_t>(refs_[v].element_size())});
         } else if (output_of[v] >= 0 && SameLayout(refs_[v], init.results[output_of[v]])) {
           bound_outputs_.emplace_back(v, output_of[v]);
+          bound_as[v] = output_of[v];
           output_of[v] = -2;  // bound
         } else {
+          request_of[v] = static_cast<int32_t>(requests.size());
           requests.push_back({refs_[v].nbytes(), kAlignment, static_cast<int32_t>(n),
                               static_cast<int32_t>(n)});
           request_value.push_back(v);
@@ -294,29 +298,19 @@ class GraphInstance : public DelegateInstance {
       }
     }
     // A scratch value lives until the last read of it or of any view of it.
+    // Linear in values and outputs: a sub-graph comes from a program file, whatever its size.
     for (size_t v = 0; v < main.values.size(); ++v) {
       if (last_use[v] < 0) continue;
-      int32_t root = alias_root[v];
-      for (size_t i = 0; i < requests.size(); ++i) {
-        if (request_value[i] == root) {
-          requests[i].last_use = std::max(requests[i].last_use, last_use[v]);
-        }
-      }
+      const int32_t i = request_of[alias_root[v]];
+      if (i >= 0) requests[i].last_use = std::max(requests[i].last_use, last_use[v]);
     }
     const int32_t end = static_cast<int32_t>(main.nodes.size());
     for (size_t o = 0; o < main.outputs.size(); ++o) {
       ValueId v = main.outputs[o];
-      if (output_of[v] == -2 && std::find_if(bound_outputs_.begin(), bound_outputs_.end(),
-                                             [&](const auto& p) {
-                                               return p.first == v &&
-                                                      p.second == static_cast<int32_t>(o);
-                                             }) != bound_outputs_.end()) {
-        continue;
-      }
+      if (output_of[v] == -2 && bound_as[v] == static_cast<int32_t>(o)) continue;
       copied_outputs_.emplace_back(v, static_cast<int32_t>(o));
-      for (size_t i = 0; i < requests.size(); ++i) {
-        if (request_value[i] == alias_root[v]) requests[i].last_use = end;
-      }
+      const int32_t i = request_of[alias_root[v]];
+      if (i >= 0) requests[i].last_use = end;
     }
     FERRY_ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(requests));
     scratch_bytes_ = plan.arena_size;

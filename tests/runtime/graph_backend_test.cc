@@ -100,5 +100,47 @@ TEST(GraphBackendTest, ABadPayloadIsRefusedEveryTime) {
   }
 }
 
+// The sub-graph's own plan: `a` is last read directly by the view `v`, but `v` is read two nodes
+// later and returned, so `a`'s scratch must outlive the scratch values made after it; `d` is
+// returned twice (written into the first result, copied into the second); a view and an input
+// are returned through copies. Expected values are computed here from x and w.
+TEST(GraphBackendTest, SubGraphResultsViewsAndRepeatedOutputsComeOutRight) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {8});
+  ValueId w = m.ConstantF32("w", {8}, {0.5f, 1.5f, -2, 3, 0.25f, -1, 4, 2});
+  std::vector<ValueId> outs =
+      m.GraphDelegate("cuda:0", {x, w}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
+        ValueId a = g.Op("add", {in[0], in[1]});
+        ValueId v = g.Op("view", {a, g.IntList({8})});
+        ValueId b = g.Op("mul", {in[0], in[1]});
+        ValueId c = g.Op("neg", {b});
+        ValueId d = g.Op("add", {v, c});
+        return std::vector<ValueId>{d, d, v, b, in[0]};
+      });
+  ASSERT_EQ(outs.size(), 5u);
+  for (ValueId o : outs) m.Output(o);
+  auto program = std::move(Program::FromBytes(std::move(pb.Build()).value())).value();
+  Runtime rt;
+  auto method = rt.LoadMethod(*program, "forward");
+  ASSERT_OK(method.status());
+  std::vector<float> xs = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<float> ws = {0.5f, 1.5f, -2, 3, 0.25f, -1, 4, 2};
+  ASSERT_OK((*method)->SetInput(0, TensorView::Host(DType::kFloat32, {8}, xs.data())));
+  ASSERT_OK((*method)->Execute());
+  std::vector<std::vector<float>> want(5);
+  for (size_t i = 0; i < 8; ++i) {
+    want[0].push_back(xs[i] + ws[i] - xs[i] * ws[i]);
+    want[2].push_back(xs[i] + ws[i]);
+    want[3].push_back(xs[i] * ws[i]);
+  }
+  want[1] = want[0];
+  want[4] = xs;
+  for (int o = 0; o < 5; ++o) {
+    const float* got = (*method)->Output(o).data_as<float>();
+    EXPECT_EQ(std::vector<float>(got, got + 8), want[o]) << "output " << o;
+  }
+}
+
 }  // namespace
 }  // namespace ferry::testing
