@@ -147,15 +147,34 @@ std::optional<size_t> CheckedByteSize(DType dtype, const flatbuffers::Vector<int
   return empty ? 0 : static_cast<size_t>(bound);
 }
 
+// What parsing copies out of the program, bounded by what its bytes can hold. The FlatBuffers
+// verifier counts tables, but a vector or string may be referenced from any number of them: a
+// file of a few megabytes whose nodes all share one argument list of a million entries verifies,
+// and copying that list per node would take terabytes. Without sharing, each list entry takes at
+// least 4 bytes of the file and each string byte one (a node without a name is reported under its
+// op's, which is then copied twice), so these bounds refuse only shared lists and strings, which
+// no Ferry writer makes.
+struct CopyBudget {
+  explicit CopyBudget(size_t program_bytes)
+      : program_bytes(program_bytes),
+        list_entries(program_bytes / 4),
+        string_bytes(2 * program_bytes) {}
+  size_t program_bytes;
+  size_t list_entries;  // node arguments and results, scalar int lists
+  size_t string_bytes;  // value, node, op and backend names, compile spec keys and values
+};
+
 class MethodVerifier {
  public:
   MethodVerifier(const fbs::Program& program, absl::Span<const uint8_t> bytes,
-                 const VerifyOptions& options, const fbs::Method& method, std::string label)
+                 const VerifyOptions& options, const fbs::Method& method, std::string label,
+                 CopyBudget& budget)
       : program_(program),
         bytes_(bytes),
         options_(options),
         method_(method),
-        label_(std::move(label)) {}
+        label_(std::move(label)),
+        budget_(budget) {}
 
   absl::Status Verify() {
     FERRY_RETURN_IF_ERROR(VerifyValues());
@@ -171,6 +190,25 @@ class MethodVerifier {
   // For sentences that start with the element: `method "forward", input 1 is value 0 ...`.
   absl::Status Sentence(absl::string_view where, absl::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat(label_, ", ", where, " ", what));
+  }
+
+  // Takes `n` from `*left`; false (nothing taken) when fewer are left.
+  static bool Spend(size_t* left, size_t n) {
+    if (n > *left) return false;
+    *left -= n;
+    return true;
+  }
+  absl::Status ListsTooLong(absl::string_view where) const {
+    return Error(where, absl::StrCat("the program's lists hold more entries in all than its ",
+                                     budget_.program_bytes,
+                                     " bytes can hold: lists are shared between tables, and "
+                                     "parsing would copy each of them once per use"));
+  }
+  absl::Status StringsTooLong(absl::string_view where) const {
+    return Error(where, absl::StrCat("the program's names hold more bytes in all than its ",
+                                     budget_.program_bytes,
+                                     " bytes can hold: strings are shared between tables, and "
+                                     "parsing would copy each of them once per use"));
   }
 
   const fbs::Value* value(size_t v) const { return method_.values()->Get(v); }
@@ -195,6 +233,9 @@ class MethodVerifier {
     const size_t num_segments = Len(program_.segments());
     for (size_t v = 0; v < num_values(); ++v) {
       const fbs::Value* val = value(v);
+      if (!Spend(&budget_.string_bytes, View(val->name()).size())) {
+        return StringsTooLong(absl::StrCat("value ", v));
+      }
       if (!ValidKind(val->kind())) {
         return Error(ValueLabel(v, val),
                      absl::StrCat("kind ", static_cast<int>(val->kind()),
@@ -215,6 +256,9 @@ class MethodVerifier {
         // elements; reading a misaligned int64 is undefined.
         if (!Aligned8(s->int_list())) {
           return Error(ValueLabel(v, val), "the int list is not 8-byte aligned");
+        }
+        if (!Spend(&budget_.list_entries, Len(s->int_list()))) {
+          return ListsTooLong(ValueLabel(v, val));
         }
         continue;
       }
@@ -345,6 +389,28 @@ class MethodVerifier {
                                    " is neither a host op (1) nor a delegate call (2)"));
       }
       const auto* args = node->args();
+      if (!Spend(&budget_.list_entries, Len(args) + Len(node->results()))) {
+        return ListsTooLong(absl::StrCat("node ", n));
+      }
+      {
+        // The node's name (or, without one, its op's, which it is reported under), the op or
+        // backend name, and compile specs: each copied once per node.
+        absl::string_view own = View(node->name());
+        absl::string_view op;
+        size_t specs_bytes = 0;
+        if (const fbs::HostOp* host = node->op_as_HostOp()) op = View(host->op());
+        if (const fbs::DelegateCall* call = node->op_as_DelegateCall()) {
+          op = View(call->backend());
+          const auto* specs = call->compile_specs();
+          for (size_t i = 0; i < Len(specs); ++i) {
+            specs_bytes += View(specs->Get(i)->key()).size() + View(specs->Get(i)->value()).size();
+          }
+        }
+        if (!Spend(&budget_.string_bytes, (own.empty() ? op.size() : own.size()) + op.size()) ||
+            !Spend(&budget_.string_bytes, specs_bytes)) {
+          return StringsTooLong(absl::StrCat("node ", n));
+        }
+      }
       for (size_t a = 0; a < Len(args); ++a) {
         const int32_t id = args->Get(a);
         if (auto bad = OutOfRange(id)) {
@@ -462,6 +528,7 @@ class MethodVerifier {
   const VerifyOptions& options_;
   const fbs::Method& method_;
   const std::string label_;
+  CopyBudget& budget_;
   std::vector<int32_t> producer_;
 };
 
@@ -526,6 +593,7 @@ absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> byte
   const auto* methods = program->methods();
   if (Len(methods) == 0) return absl::InvalidArgumentError("the program has no methods");
   absl::flat_hash_set<absl::string_view> names;
+  CopyBudget budget(bytes.size());
   for (size_t m = 0; m < methods->size(); ++m) {
     const fbs::Method* method = methods->Get(m);
     absl::string_view name = View(method->name());
@@ -535,7 +603,7 @@ absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> byte
           absl::StrCat(MethodLabel(m, name), " is defined more than once"));
     }
     FERRY_RETURN_IF_ERROR(
-        MethodVerifier(*program, bytes, options, *method, MethodLabel(m, name)).Verify());
+        MethodVerifier(*program, bytes, options, *method, MethodLabel(m, name), budget).Verify());
   }
   return program;
 }

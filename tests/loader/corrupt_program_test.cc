@@ -611,5 +611,62 @@ TEST(HandcraftedProgramTest, BrokenOffsetIsCaughtByTheVerifier) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("FlatBuffers verifier")));
 }
 
+// A program whose `nodes` nodes all use one argument list of `shared_args` entries (value 0),
+// and whose values all carry one name of `name_bytes` bytes: FlatBuffers allows a vector or string
+// to be referenced from any number of tables, so the file stays small while what parsing would
+// copy grows with the product.
+std::vector<uint8_t> SharingProgram(int nodes, int shared_args, size_t name_bytes) {
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.TrackMinAlign(64);  // the size becomes a multiple of 64, as Ferry's writer leaves it
+  auto args = fbb.CreateVector(std::vector<int32_t>(shared_args, 0));
+  auto name = name_bytes == 0 ? flatbuffers::Offset<flatbuffers::String>()
+                              : fbb.CreateString(std::string(name_bytes, 'v'));
+  std::vector<flatbuffers::Offset<fbs::Value>> values;
+  for (int v = 0; v <= nodes; ++v) {
+    values.push_back(fbs::CreateValue(
+        fbb, name, v == 0 ? fbs::ValueKind::Input : fbs::ValueKind::Intermediate,
+        fbs::DType::Float32, fbb.CreateVector(std::vector<int64_t>{2})));
+  }
+  std::vector<flatbuffers::Offset<fbs::Node>> node_tables;
+  for (int n = 0; n < nodes; ++n) {
+    node_tables.push_back(fbs::CreateNode(fbb, 0, fbs::NodeOp::HostOp,
+                                          fbs::CreateHostOp(fbb, fbb.CreateString("add")).Union(),
+                                          args, fbb.CreateVector(std::vector<int32_t>{n + 1})));
+  }
+  std::vector<flatbuffers::Offset<fbs::Method>> methods = {fbs::CreateMethod(
+      fbb, fbb.CreateString("forward"), fbb.CreateVector(values), fbb.CreateVector(node_tables),
+      fbb.CreateVector(std::vector<int32_t>{0}), fbb.CreateVector(std::vector<int32_t>{nodes}))};
+  fbb.Finish(fbs::CreateProgram(fbb, 1, fbb.CreateVector(methods)), "FRRY");
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+TEST(SharedListsTest, UnsharedSmallListsAndNamesParse) {
+  // The same shape without amplification parses (the op checks come later, at load).
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::FromBytes(SharingProgram(/*nodes=*/100, /*shared_args=*/2,
+                                                         /*name_bytes=*/8)));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* m, program->method("forward"));
+  EXPECT_EQ(m->nodes.size(), 100u);
+  EXPECT_EQ(m->nodes[99].args.size(), 2u);
+}
+
+TEST(SharedListsTest, ASharedArgumentListIsRefusedBeforeItIsCopiedPerNode) {
+  // 2,000 nodes x 20,000 shared entries: 40 million entries (160 MB) from a file of about 200 KB.
+  const std::vector<uint8_t> bytes = SharingProgram(2000, 20000, 0);
+  ASSERT_LT(bytes.size(), 1u << 20);
+  EXPECT_THAT(Program::FromBytes(bytes),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("lists hold more entries in all than its")));
+}
+
+TEST(SharedListsTest, ASharedNameIsRefusedBeforeItIsCopiedPerValue) {
+  // 2,001 values sharing a 100 KB name: 200 MB of names from a file of about 200 KB.
+  const std::vector<uint8_t> bytes = SharingProgram(2000, 1, 100000);
+  ASSERT_LT(bytes.size(), 1u << 20);
+  EXPECT_THAT(Program::FromBytes(bytes),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("names hold more bytes in all than its")));
+}
+
 }  // namespace
 }  // namespace ferry
