@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -407,8 +408,11 @@ class MethodReader {
   absl::Status ReadConstantData(const std::string& where, uint32_t index, EtTensor* out) const;
   absl::Status ReadSubsegmentData(const std::string& where, const char* what,
                                   const EtSubsegments& sub, uint32_t index, EtTensor* out) const;
-  absl::Status ReadArgs(const std::string& where, const flatbuffers::Vector<int32_t>* args,
-                        EtInstruction* out) const;
+  // `where` is called only to name an error: a kernel or delegate call's label holds its
+  // operator's or backend's name, escaped, and building it per instruction would cost the
+  // name's length on every instruction of the method.
+  absl::Status ReadArgs(absl::FunctionRef<std::string()> where,
+                        const flatbuffers::Vector<int32_t>* args, EtInstruction* out) const;
   absl::Status ReadInputsAndOutputs();
   absl::Status ReadInstructions();
   absl::Status ReadInstruction(size_t i, size_t count, const fb::Instruction& instruction,
@@ -793,12 +797,16 @@ absl::Status MethodReader::ReadInstructions() {
   return absl::OkStatus();
 }
 
-absl::Status MethodReader::ReadArgs(const std::string& where,
+absl::Status MethodReader::ReadArgs(absl::FunctionRef<std::string()> where,
                                     const flatbuffers::Vector<int32_t>* args,
                                     EtInstruction* out) const {
+  out->args.reserve(out->args.size() + Len(args));
   for (size_t a = 0; a < Len(args); ++a) {
-    FERRY_RETURN_IF_ERROR(CheckValue(where, absl::StrCat("argument ", a, " is"), args->Get(a)));
-    out->args.push_back(args->Get(a));
+    const int32_t id = args->Get(a);
+    if (id < 0 || static_cast<uint64_t>(id) >= num_values()) {
+      return CheckValue(where(), absl::StrCat("argument ", a, " is"), id);
+    }
+    out->args.push_back(id);
   }
   return absl::OkStatus();
 }
@@ -845,9 +853,12 @@ absl::Status MethodReader::ReadKernelCall(const std::string& where, const fb::Ke
                               method_.operators.size(), " operators"));
   }
   out->op_index = op;
-  return ReadArgs(absl::StrCat(where, " (kernel call ",
-                               absl::CHexEscape(method_.operators[op].FullName()), ")"),
-                  call.args(), out);
+  return ReadArgs(
+      [&] {
+        return absl::StrCat(where, " (kernel call ",
+                            absl::CHexEscape(method_.operators[op].FullName()), ")");
+      },
+      call.args(), out);
 }
 
 absl::Status MethodReader::ReadDelegateCall(const std::string& where, const fb::DelegateCall& call,
@@ -860,9 +871,12 @@ absl::Status MethodReader::ReadDelegateCall(const std::string& where, const fb::
                               method_.delegates.size(), " delegates"));
   }
   out->delegate_index = d;
-  return ReadArgs(absl::StrCat(where, " (delegate call ",
-                               absl::CHexEscape(method_.delegates[d].backend_id), ")"),
-                  call.args(), out);
+  return ReadArgs(
+      [&] {
+        return absl::StrCat(where, " (delegate call ",
+                            absl::CHexEscape(method_.delegates[d].backend_id), ")");
+      },
+      call.args(), out);
 }
 
 absl::Status MethodReader::ReadMove(const std::string& where, const fb::MoveCall& move,
