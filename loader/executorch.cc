@@ -222,6 +222,9 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // One method: values, operators, delegates, inputs and outputs, instructions.
 
+// The longest operator name (with its overload) or backend id read: real ones are tens of bytes.
+constexpr size_t kMaxNameBytes = 1024;
+
 class MethodReader {
  public:
   MethodReader(const ProgramContext& context, const fb::ExecutionPlan& plan, std::string label)
@@ -325,6 +328,14 @@ class MethodReader {
     for (size_t i = 0; i < Len(ops); ++i) {
       const fb::Operator* op = ops->Get(i);
       if (View(op->name()).empty()) return Error(absl::StrCat("operator ", i), "it has no name");
+      // Each instruction's node is named after its operator (and each delegate call's after its
+      // backend): a name of megabytes, used by a million instructions, would take terabytes.
+      if (View(op->name()).size() + View(op->overload()).size() > kMaxNameBytes) {
+        return Error(absl::StrCat("operator ", i),
+                     absl::StrCat("its name and overload are ",
+                                  View(op->name()).size() + View(op->overload()).size(),
+                                  " bytes; at most ", kMaxNameBytes, " are read"));
+      }
       method_.operators.push_back(
           {std::string(View(op->name())), std::string(View(op->overload()))});
     }
@@ -336,6 +347,11 @@ class MethodReader {
     for (size_t i = 0; i < Len(delegates); ++i) {
       const fb::BackendDelegate* d = delegates->Get(i);
       EtDelegate out;
+      if (View(d->id()).size() > kMaxNameBytes) {
+        return Error(absl::StrCat("delegate ", i),
+                     absl::StrCat("its backend id is ", View(d->id()).size(), " bytes; at most ",
+                                  kMaxNameBytes, " are read"));
+      }
       out.backend_id = std::string(View(d->id()));
       const std::string where =
           out.backend_id.empty()

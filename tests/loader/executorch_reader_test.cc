@@ -520,6 +520,8 @@ struct PteSpec {
   int chains = 1;
   int32_t jump_destination = -1;  // adds a jump instruction when >= 0
   std::vector<std::string> method_names = {"forward"};
+  std::string op_name = "aten::add";
+  std::string backend_id = "TestBackend";
   uint64_t segment_size = 8;
   bool extended_header = true;
 };
@@ -573,13 +575,13 @@ std::vector<uint8_t> BuildFlatBuffer(const PteSpec& spec) {
       chains.push_back(fb::CreateChainDirect(fbb, nullptr, nullptr, &instructions));
     }
     std::vector<flatbuffers::Offset<fb::Operator>> operators = {
-        fb::CreateOperatorDirect(fbb, "aten::add", "out")};
+        fb::CreateOperatorDirect(fbb, spec.op_name.c_str(), "out")};
     const std::vector<uint8_t> spec_value = {'c', 'p', 'u'};
     std::vector<flatbuffers::Offset<fb::CompileSpec>> compile_specs = {
         fb::CreateCompileSpecDirect(fbb, "target_device", &spec_value)};
     std::vector<flatbuffers::Offset<fb::BackendDelegate>> delegates = {
         fb::CreateBackendDelegateDirect(
-            fbb, "TestBackend",
+            fbb, spec.backend_id.c_str(),
             fb::CreateBackendDelegateDataReference(fbb, spec.payload_location, spec.payload_index),
             &compile_specs)};
     std::vector<flatbuffers::Offset<fb::NonConstBufferDevice>> arena_devices;
@@ -677,6 +679,20 @@ TEST(ExecuTorchHandMadeTest, ArgumentOutOfRange) {
                           "argument 4 is value 40, but the method has 6 values"));
   EXPECT_THAT(ReadWith([](PteSpec& s) { s.delegate_args = {-1}; }),
               RefusedWith("instruction 1 (delegate call TestBackend): argument 0 is value -1"));
+}
+
+// Every instruction's node is named after its operator or backend, so a name of megabytes would
+// be copied once per instruction: names longer than any real one are refused at the table.
+TEST(ExecuTorchHandMadeTest, OverlongOperatorAndBackendNamesAreRefused) {
+  absl::StatusOr<EtProgram> longest =
+      ReadWith([](PteSpec& s) { s.op_name = std::string(1021, 'a'); });
+  ASSERT_OK(longest.status());  // 1,021 + "out": exactly the limit
+  EXPECT_EQ(longest->methods.at(0).operators.at(0).name.size(), 1021u);
+  EXPECT_THAT(ReadWith([](PteSpec& s) { s.op_name = std::string(1022, 'a'); }),
+              RefusedWith("operator 0: its name and overload are 1025 bytes; at most 1024 are "
+                          "read"));
+  EXPECT_THAT(ReadWith([](PteSpec& s) { s.backend_id = std::string(5000, 'b'); }),
+              RefusedWith("delegate 0: its backend id is 5000 bytes; at most 1024 are read"));
 }
 
 TEST(ExecuTorchHandMadeTest, OperatorAndDelegateOutOfRange) {
