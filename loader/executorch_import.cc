@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -227,13 +228,14 @@ class MethodImporter {
     node.name = absl::StrCat(d.backend_id, " (instruction ", instruction_, ")");
     node.kind = NodeKind::kDelegate;
     node.backend = d.backend_id;
+    // Duplicates found through hash sets: the lists come from the file, whatever their length.
+    absl::flat_hash_set<absl::string_view> keys;
+    keys.reserve(d.compile_specs.size());
     for (const auto& spec : d.compile_specs) {
       if (spec.first.empty()) return Invalid("a compile spec has an empty key");
-      for (const auto& earlier : node.compile_specs) {
-        if (earlier.first == spec.first) {
-          return Invalid(absl::StrCat("compile spec \"", absl::CHexEscape(spec.first),
-                                      "\" is given more than once"));
-        }
+      if (!keys.insert(spec.first).second) {
+        return Invalid(absl::StrCat("compile spec \"", absl::CHexEscape(spec.first),
+                                    "\" is given more than once"));
       }
       node.compile_specs.push_back(spec);
     }
@@ -242,6 +244,8 @@ class MethodImporter {
       node.args.push_back(a);
     }
     std::vector<int32_t> results(list.begin() + first_result, list.end());
+    absl::flat_hash_set<int32_t> listed;
+    listed.reserve(results.size());
     for (size_t i = 0; i < results.size(); ++i) {
       const int32_t v = results[i];
       const size_t position = first_result + i;
@@ -259,7 +263,7 @@ class MethodImporter {
             ", the first value the call writes: it could be an argument or a result written in "
             "place, so the call's results are ambiguous"));
       }
-      if (std::find(results.begin(), results.begin() + i, v) != results.begin() + i) {
+      if (!listed.insert(v).second) {
         return Invalid(absl::StrCat("value ", v, " is listed twice among the results"));
       }
     }
