@@ -153,7 +153,10 @@ struct Program::Storage {
 };
 
 Program::Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods)
-    : storage_(std::move(storage)), methods_(std::move(methods)) {}
+    : storage_(std::move(storage)), methods_(std::move(methods)) {
+  method_index_.reserve(methods_.size());
+  for (size_t i = 0; i < methods_.size(); ++i) method_index_.try_emplace(methods_[i].name, i);
+}
 
 Program::~Program() = default;
 
@@ -340,9 +343,7 @@ std::vector<std::string> Program::method_names() const {
 }
 
 absl::StatusOr<const MethodDef*> Program::method(absl::string_view name) const {
-  for (const MethodDef& m : methods_) {
-    if (m.name == name) return &m;
-  }
+  if (auto it = method_index_.find(name); it != method_index_.end()) return &methods_[it->second];
   return absl::NotFoundError(absl::StrCat("the program has no method \"", name,
                                           "\"; its methods are: \"",
                                           absl::StrJoin(method_names(), "\", \""), "\""));

@@ -56,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -116,6 +117,8 @@ class Program {
       std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data);
   std::unique_ptr<Storage> storage_;
   std::vector<MethodDef> methods_;
+  // Method name -> index of its first method: loading each of M methods costs O(M), not O(M^2).
+  absl::flat_hash_map<absl::string_view, size_t> method_index_;
 };
 
 }  // namespace ferry
