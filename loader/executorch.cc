@@ -330,11 +330,11 @@ class MethodReader {
       if (View(op->name()).empty()) return Error(absl::StrCat("operator ", i), "it has no name");
       // Each instruction's node is named after its operator (and each delegate call's after its
       // backend): a name of megabytes, used by a million instructions, would take terabytes.
-      if (View(op->name()).size() + View(op->overload()).size() > kMaxNameBytes) {
+      const size_t name_bytes = View(op->name()).size() + View(op->overload()).size();
+      if (name_bytes > kMaxNameBytes) {
         return Error(absl::StrCat("operator ", i),
-                     absl::StrCat("its name and overload are ",
-                                  View(op->name()).size() + View(op->overload()).size(),
-                                  " bytes; at most ", kMaxNameBytes, " are read"));
+                     absl::StrCat("its name and overload are ", name_bytes, " bytes; at most ",
+                                  kMaxNameBytes, " are read"));
       }
       method_.operators.push_back(
           {std::string(View(op->name())), std::string(View(op->overload()))});
@@ -819,9 +819,7 @@ absl::Status MethodReader::ReadArgs(absl::FunctionRef<std::string()> where,
   out->args.reserve(out->args.size() + Len(args));
   for (size_t a = 0; a < Len(args); ++a) {
     const int32_t id = args->Get(a);
-    if (id < 0 || static_cast<uint64_t>(id) >= num_values()) {
-      return CheckValue(where(), absl::StrCat("argument ", a, " is"), id);
-    }
+    if (OutOfRange(id)) return CheckValue(where(), absl::StrCat("argument ", a, " is"), id);
     out->args.push_back(id);
   }
   return absl::OkStatus();

@@ -307,7 +307,7 @@ class GraphInstance : public DelegateInstance {
     const int32_t end = static_cast<int32_t>(main.nodes.size());
     for (size_t o = 0; o < main.outputs.size(); ++o) {
       ValueId v = main.outputs[o];
-      if (output_of[v] == -2 && bound_as[v] == static_cast<int32_t>(o)) continue;
+      if (bound_as[v] == static_cast<int32_t>(o)) continue;
       copied_outputs_.emplace_back(v, static_cast<int32_t>(o));
       const int32_t i = request_of[alias_root[v]];
       if (i >= 0) requests[i].last_use = end;

@@ -843,7 +843,7 @@ void MethodLoader::BuildSteps() {
       host_args += m_.nodes[n].args.size();
       host_results += m_.nodes[n].results.size();
     }
-    impl_.host_tables_.Reserve(host_steps, host_args, host_results, /*views=*/0);
+    impl_.host_tables_.Reserve(host_steps, host_args, host_results);
   }
   for (const ScheduleStep& ss : p.schedule) {
     if (ss.kind == ScheduleStep::Kind::kCopy) {

@@ -83,6 +83,21 @@ absl::string_view NodeDisplayName(const fbs::Node* node) {
   return {};
 }
 
+// The bytes of strings parsing copies for `node`: its display name, its op or backend name, and
+// its compile specs' keys and values.
+size_t CopiedStringBytes(const fbs::Node* node) {
+  size_t bytes = NodeDisplayName(node).size();
+  if (const fbs::HostOp* op = node->op_as_HostOp()) bytes += View(op->op()).size();
+  if (const fbs::DelegateCall* call = node->op_as_DelegateCall()) {
+    bytes += View(call->backend()).size();
+    const auto* specs = call->compile_specs();
+    for (size_t i = 0; i < Len(specs); ++i) {
+      bytes += View(specs->Get(i)->key()).size() + View(specs->Get(i)->value()).size();
+    }
+  }
+  return bytes;
+}
+
 std::string NodeLabel(size_t index, const fbs::Node* node) {
   absl::string_view name = NodeDisplayName(node);
   if (name.empty()) return absl::StrCat("node ", index);
@@ -392,24 +407,8 @@ class MethodVerifier {
       if (!Spend(&budget_.list_entries, Len(args) + Len(node->results()))) {
         return ListsTooLong(absl::StrCat("node ", n));
       }
-      {
-        // The node's name (or, without one, its op's, which it is reported under), the op or
-        // backend name, and compile specs: each copied once per node.
-        absl::string_view own = View(node->name());
-        absl::string_view op;
-        size_t specs_bytes = 0;
-        if (const fbs::HostOp* host = node->op_as_HostOp()) op = View(host->op());
-        if (const fbs::DelegateCall* call = node->op_as_DelegateCall()) {
-          op = View(call->backend());
-          const auto* specs = call->compile_specs();
-          for (size_t i = 0; i < Len(specs); ++i) {
-            specs_bytes += View(specs->Get(i)->key()).size() + View(specs->Get(i)->value()).size();
-          }
-        }
-        if (!Spend(&budget_.string_bytes, (own.empty() ? op.size() : own.size()) + op.size()) ||
-            !Spend(&budget_.string_bytes, specs_bytes)) {
-          return StringsTooLong(absl::StrCat("node ", n));
-        }
+      if (!Spend(&budget_.string_bytes, CopiedStringBytes(node))) {
+        return StringsTooLong(absl::StrCat("node ", n));
       }
       for (size_t a = 0; a < Len(args); ++a) {
         const int32_t id = args->Get(a);

@@ -59,13 +59,12 @@ class HostStepTables {
     size_t views_begin = 0, num_views = 0;
   };
 
-  // Room for `steps` steps with `args` arguments, `results` results and `views` views in all, so
-  // that adding them copies nothing and the tables take no more memory than they hold.
-  void Reserve(size_t steps, size_t args, size_t results, size_t views) {
+  // Room for `steps` steps with `args` arguments and `results` results in all, so that adding
+  // them copies nothing and the tables take no more memory than they hold (views are rare).
+  void Reserve(size_t steps, size_t args, size_t results) {
     pending_.reserve(steps);
     args_.reserve(args);
     results_.reserve(results);
-    views_.reserve(views);
   }
 
   // Appends a step; returns its index.
