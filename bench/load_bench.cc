@@ -6,6 +6,7 @@
 //    exponent). The minor page faults per node say whether the allocator kept the memory a load
 //    needs or gave it back to the system between loads (glibc's choice, by the process's history).
 //  - BM_LoadAddChain: the same for a chain of adds of one constant (the peers harness's graph).
+//  - BM_LoadInPlaceChain: a chain of in-place adds to one input (one alias group of N buffers).
 //  - BM_LoadParts: the same split into verify, placement, planning, materialization and teardown,
 //    with the minor page faults per node.
 //  - BM_LoadColdStart: the first load in a process (a child forked per iteration), where every
@@ -67,6 +68,18 @@ std::vector<uint8_t> AddChainProgram(int n) {
   ValueId v = m.Input("x", DType::kFloat32, {16});
   ValueId w = m.ConstantF32("w", {16}, std::vector<float>(16, 0.5f));
   for (int i = 0; i < n; ++i) v = m.Op("add", {v, w});
+  m.Output(v);
+  return std::move(pb.Build()).value();
+}
+
+// N in-place adds of a constant to one input: every result is a view of the input, so the
+// alias group grows by one buffer per node.
+std::vector<uint8_t> InPlaceChainProgram(int n) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId v = m.Input("x", DType::kFloat32, {16});
+  ValueId w = m.ConstantF32("w", {16}, std::vector<float>(16, 0.5f));
+  for (int i = 0; i < n; ++i) v = m.Op("add_", {v, w});
   m.Output(v);
   return std::move(pb.Build()).value();
 }
@@ -138,6 +151,12 @@ void BM_LoadAddChain(benchmark::State& state) {
   TimeLoads(state, n, AddChainProgram(n));
 }
 BENCHMARK(BM_LoadAddChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+void BM_LoadInPlaceChain(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  TimeLoads(state, n, InPlaceChainProgram(n));
+}
+BENCHMARK(BM_LoadInPlaceChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 void BM_LoadGraphDelegate(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

@@ -360,7 +360,7 @@ class Placer {
     int32_t id = static_cast<int32_t>(plan_.buffers.size());
     plan_.buffers.push_back(std::move(b));
     phys_.push_back(alias_of >= 0 ? phys_[alias_of] : id);
-    version_.push_back(group_version_[group_[v]]);
+    version_.push_back(group_version_[group_[v]]);  // read only where it is its memory's root
     group_next_.push_back(-1);
     if (kind != BufferKind::kProgramData || m_.values[v].kind == ValueKind::kConstant) {
       // Appended to the group's list, which keeps creation order.
@@ -419,6 +419,9 @@ class Placer {
     phys_.reserve(nv + nv / 4);
     version_.reserve(nv + nv / 4);
     group_next_.reserve(nv + nv / 4);
+    instances_.reserve(nv + nv / 4);
+    // One step per node, plus the copies between them.
+    plan_.schedule.reserve(m_.nodes.size() + m_.nodes.size() / 4);
     home_buffer_.assign(m_.values.size(), -1);
     host_instance_.assign(m_.values.size(), -1);
     for (ValueId v = 0; v < static_cast<ValueId>(m_.values.size()); ++v) {
@@ -475,17 +478,14 @@ class Placer {
     plan_.copies.push_back(std::move(c));
   }
 
+  // Buffers that share memory (an alias and its base) hold one version, kept at the memory's
+  // root: they are all in one alias group, so marking one marks them all in O(1).
   bool Current(int32_t b) const {
-    return version_[b] == group_version_[group_[plan_.buffers[b].value]];
+    return version_[phys_[b]] == group_version_[group_[plan_.buffers[b].value]];
   }
 
   // Marks `b` and everything sharing its memory as holding the group's current version.
-  void MarkCurrent(int32_t b) {
-    ValueId g = group_[plan_.buffers[b].value];
-    for (int32_t c = group_head_[g]; c >= 0; c = group_next_[c]) {
-      if (phys_[c] == phys_[b]) version_[c] = group_version_[g];
-    }
-  }
+  void MarkCurrent(int32_t b) { version_[phys_[b]] = group_version_[group_[plan_.buffers[b].value]]; }
 
   void Write(int32_t b) {
     ++group_version_[group_[plan_.buffers[b].value]];
@@ -734,7 +734,6 @@ class Placer {
         int32_t base = placed.arg_buffers[view_of];
         b = NewBuffer(v, d, BufferKind::kAlias, {}, base);
         plan_.buffers[b].alias_node = n;
-        version_[b] = version_[base];
         plan_.value_homes[v] = plan_.buffers[base].device;
       } else {
         plan_.value_homes[v] = d;
@@ -991,7 +990,7 @@ class Placer {
   // Per group root, the buffers of the group in creation order (a list through group_next_).
   std::vector<int32_t> group_head_, group_tail_;
   std::vector<int32_t> group_next_;                   // per buffer
-  std::vector<int64_t> version_;                      // per buffer: version it holds
+  std::vector<int64_t> version_;                      // per memory root: version it holds
   std::vector<int32_t> phys_;                         // per buffer: the buffer whose memory it uses
   std::vector<int32_t> home_buffer_;                  // per value
   std::vector<int32_t> host_instance_;                // per value

@@ -108,6 +108,8 @@ class PlacedIndex {
     tree_head_.assign(2 * leaves_, -1);
     start_head_.assign(positions_, -1);
     start_next_.assign(num_requests, -1);
+    // Short lifetimes, the common case, take one or two tree nodes each.
+    pool_.reserve(2 * num_requests);
     bits_.assign((positions_ + 63) / 64, 0);
     summary_.assign((bits_.size() + 63) / 64, 0);
   }

@@ -243,12 +243,7 @@ absl::Status MethodImpl::SetOutputBuffer(size_t index, const TensorView& tensor)
   const std::vector<PlannedBuffer>& buffers = plan_.placement.buffers;
   const int32_t b = plan_.placement.output_buffers[index];
   // An in-place result returned as the output shares its base's memory: redirect the base.
-  int32_t target = b;
-  while (buffers[target].kind == BufferKind::kAlias && alias_offset_[target] == 0 &&
-         refs_[target].strides == refs_[buffers[target].alias_of].strides &&
-         refs_[target].sizes == refs_[buffers[target].alias_of].sizes) {
-    target = buffers[target].alias_of;
-  }
+  const int32_t target = output_targets_[index];
   if (buffers[target].kind != BufferKind::kArena) {
     return absl::FailedPreconditionError(absl::StrCat(
         "output ", index, " (\"", plan_.outputs[index].name, "\") is ", BufferKindName(buffers[target].kind), " memory of value \"",

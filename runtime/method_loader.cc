@@ -187,6 +187,9 @@ class MethodLoader {
   std::vector<const OpSchema*> schemas_;
   std::vector<TensorRef> natural_;     // per value: its layout in an all-host run
   std::vector<int64_t> view_offset_;  // per value: element offset of a view from its base
+  // Phase 3.
+  std::vector<int32_t> memory_root_;  // per buffer: the non-alias buffer whose memory it uses
+  std::vector<int64_t> root_offset_;  // per buffer: its byte offset in memory_root_'s memory
   PlacementInput pin_;
   // Phase 2.
   PlacementOptions popt_;
@@ -303,6 +306,7 @@ absl::Status MethodLoader::Place() {
     if (!d.is_host()) popt_.present_devices.push_back(d);
   }
   FERRY_ASSIGN_OR_RETURN(impl_.plan_.placement, PlaceMethod(pin_, popt_));
+  std::vector<NodeEffects>().swap(pin_.effects);  // placement's alone
   for (const auto& [declared, used] : plan().mapped_devices) label_map_[declared] = used;
   for (size_t n = 0; n < m_.nodes.size(); ++n) {
     if (backends_[n] != nullptr && !backends_[n]->SupportsDevice(plan().nodes[n].device.type)) {
@@ -340,6 +344,27 @@ absl::Status MethodLoader::ResolveLayouts() {
       impl_.refs_[b] = meta.ToRef();
     }
   }
+  // Per buffer, the buffer whose memory it is and its byte offset there. A plan makes every
+  // alias after its base, so one forward pass finds them all (walking each alias's chain would
+  // cost a chain of N in-place writes N^2).
+  memory_root_.resize(nb);
+  root_offset_.resize(nb);
+  for (size_t b = 0; b < nb; ++b) {
+    const PlannedBuffer& buf = p.buffers[b];
+    memory_root_[b] = static_cast<int32_t>(b);
+    root_offset_[b] = 0;
+    if (buf.kind != BufferKind::kAlias) continue;
+    if (buf.alias_of < 0 || static_cast<size_t>(buf.alias_of) >= b) {
+      return absl::InternalError(absl::StrCat(mctx_, ": planned buffer ", b,
+                                              " aliases buffer ", buf.alias_of,
+                                              ", which is not made before it"));
+    }
+    memory_root_[b] = memory_root_[buf.alias_of];
+    root_offset_[b] = root_offset_[buf.alias_of] + impl_.alias_offset_[b];
+  }
+  // The all-host layouts are done with: their memory goes back for the phases after this one.
+  std::vector<TensorRef>().swap(natural_);
+  std::vector<int64_t>().swap(view_offset_);
   return absl::OkStatus();
 }
 
@@ -476,12 +501,8 @@ std::optional<ReplicaKey> MethodLoader::ReplicaKeyOf(
   if (replicas_ == nullptr || load_copy_into[b] < 0) return std::nullopt;
   const CopyStep& c = p.copies[load_copy_into[b]];
   // Only replicas of program data are shared: follow the source's views to the constant.
-  int32_t root = c.src_buffer;
-  int64_t offset = 0;
-  while (p.buffers[root].kind == BufferKind::kAlias) {
-    offset += impl_.alias_offset_[root];
-    root = p.buffers[root].alias_of;
-  }
+  const int32_t root = memory_root_[c.src_buffer];
+  const int64_t offset = root_offset_[c.src_buffer];
   if (p.buffers[root].kind != BufferKind::kProgramData) return std::nullopt;
   const TensorRef& src = impl_.refs_[c.src_buffer];
   ReplicaKey key;
@@ -526,6 +547,13 @@ absl::Status MethodLoader::PlanArenas() {
     dm.device = device;
     dm.runtime = rt_.devices().Find(device);
     size_t shared_bytes = 0;  // replicas the program already holds here
+    size_t arena_buffers = 0;
+    for (const PlannedBuffer& buf : p.buffers) {
+      arena_buffers += buf.device == device && buf.bytes != 0 &&
+                       (buf.kind == BufferKind::kArena || buf.kind == BufferKind::kState);
+    }
+    dm.requests.reserve(arena_buffers);
+    dm.owners.reserve(arena_buffers);
     for (size_t b = 0; b < p.buffers.size(); ++b) {
       const PlannedBuffer& buf = p.buffers[b];
       if (buf.device != device || buf.bytes == 0) continue;
@@ -778,8 +806,7 @@ absl::Status MethodLoader::Materialize() {
   if (m_.mapping != nullptr && !p.load_copies.empty()) {
     read_per_call.assign(p.buffers.size(), false);
     auto mark = [&](int32_t b) {
-      while (b >= 0 && p.buffers[b].kind == BufferKind::kAlias) b = p.buffers[b].alias_of;
-      if (b >= 0) read_per_call[b] = true;
+      if (b >= 0) read_per_call[memory_root_[b]] = true;
     };
     for (const NodePlacement& placed : p.nodes) {
       for (int32_t b : placed.arg_buffers) mark(b);
@@ -933,6 +960,20 @@ void MethodLoader::DescribeIo() {
   for (size_t i = 0; i < m_.outputs.size(); ++i) {
     impl_.plan_.outputs.push_back(describe(m_.outputs[i], p.output_device(i)));
   }
+  // An in-place result returned as an output shares its base's memory, with the same layout at
+  // offset 0: a caller's buffer bound to the output replaces the base's memory. Found once here,
+  // in one forward pass (aliases come after their bases), not per SetOutputBuffer call.
+  std::vector<int32_t> same_memory(p.buffers.size());
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const PlannedBuffer& buf = p.buffers[b];
+    const int32_t base = buf.alias_of;
+    const bool same = buf.kind == BufferKind::kAlias && impl_.alias_offset_[b] == 0 &&
+                      impl_.refs_[b].strides == impl_.refs_[base].strides &&
+                      impl_.refs_[b].sizes == impl_.refs_[base].sizes;
+    same_memory[b] = same ? same_memory[base] : static_cast<int32_t>(b);
+  }
+  impl_.output_targets_.reserve(m_.outputs.size());
+  for (int32_t b : p.output_buffers) impl_.output_targets_.push_back(same_memory[b]);
 }
 
 absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,

@@ -134,6 +134,9 @@ class MethodImpl {
   std::vector<TensorRef> refs_;
   std::vector<DeviceRuntime*> buffer_runtime_;
   std::vector<int64_t> alias_offset_;  // per buffer: byte offset of an alias from its base
+  // Per output: the buffer whose memory a caller's buffer bound to it replaces (the output's own,
+  // or the base an in-place result shares memory and layout with).
+  std::vector<int32_t> output_targets_;
 
   std::vector<DeviceBuffer> arenas_;
   std::vector<PinnedHostBuffer> pinned_arenas_;  // the host arena, when a device pins it

@@ -369,6 +369,35 @@ TEST(CallerBuffers, FailedExecuteLeavesNoOutputToReadAndUnwrittenBuffersUnchange
   EXPECT_EQ(out, (std::vector<float>{2, 3, 4, 5}));
 }
 
+// An output that is the result of in-place writes (add_ of add_ of relu's result) shares the
+// memory of the value they write: a caller's buffer bound to it becomes that memory, so every
+// write lands there. An in-place result on the method's input is the input's memory and is
+// refused as a destination.
+TEST(CallerBuffers, OutputOfInPlaceWritesIsWrittenIntoTheCallersBuffer) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {2, 2});
+  ValueId w = m.ConstantF32("w", {2, 2}, {0.5f, 0.5f, 0.5f, 0.5f});
+  ValueId v = m.Op("relu", {x});
+  for (int i = 0; i < 3; ++i) v = m.Op("add_", {v, w});
+  m.Output(v);
+  m.Output(m.Op("add_", {x, w}));
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(std::move(pb.Build()).value()));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
+  EXPECT_THAT(method->SetOutputBuffer(1, TensorView::Host(DType::kFloat32, {2, 2}, nullptr)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("output 1"), HasSubstr("memory of value \"x\""))));
+  std::vector<float> xv = {-1, 2, -3, 4}, out(4, -7.0f);
+  ASSERT_OK(method->SetInput(0, View(xv)));
+  ASSERT_OK(method->SetOutputBuffer(0, View(out)));
+  ASSERT_OK(method->Execute());
+  // relu(x) + 3 * 0.5, computed here; then x itself was written in place by the second output.
+  EXPECT_EQ(out, (std::vector<float>{1.5f, 3.5f, 1.5f, 5.5f}));
+  EXPECT_EQ(method->Output(0).data(), out.data());
+  EXPECT_EQ(xv, (std::vector<float>{-0.5f, 2.5f, -2.5f, 4.5f}));
+}
+
 TEST(CallerBuffers, FreedDeviceMemoryIsNamedAsFreed) {
   ProgramBuilder pb;
   MethodBuilder& m = pb.AddMethod("forward");
