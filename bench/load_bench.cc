@@ -7,6 +7,7 @@
 //    needs or gave it back to the system between loads (glibc's choice, by the process's history).
 //  - BM_LoadAddChain: the same for a chain of adds of one constant (the peers harness's graph).
 //  - BM_LoadInPlaceChain: a chain of in-place adds to one input (one alias group of N buffers).
+//  - BM_LoadManyOutputs: N results of one input, all returned (N buffers live at once).
 //  - BM_LoadParts: the same split into verify, placement, planning, materialization and teardown,
 //    with the minor page faults per node.
 //  - BM_LoadColdStart: the first load in a process (a child forked per iteration), where every
@@ -84,6 +85,15 @@ std::vector<uint8_t> InPlaceChainProgram(int n) {
   return std::move(pb.Build()).value();
 }
 
+// N results of one input, each returned: N buffers live at once to the end of the call.
+std::vector<uint8_t> ManyOutputsProgram(int n) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {16});
+  for (int i = 0; i < n; ++i) m.Output(m.Op(i % 2 == 0 ? "relu" : "neg", {x}));
+  return std::move(pb.Build()).value();
+}
+
 // One graph delegate on cuda:0 whose sub-graph is a chain of N adds of a constant, each result
 // also returned: the delegate's own planning (scratch lifetimes, returned values) at scale.
 std::vector<uint8_t> GraphDelegateProgram(int n) {
@@ -157,6 +167,12 @@ void BM_LoadInPlaceChain(benchmark::State& state) {
   TimeLoads(state, n, InPlaceChainProgram(n));
 }
 BENCHMARK(BM_LoadInPlaceChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+void BM_LoadManyOutputs(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  TimeLoads(state, n, ManyOutputsProgram(n));
+}
+BENCHMARK(BM_LoadManyOutputs)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 void BM_LoadGraphDelegate(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

@@ -1,11 +1,16 @@
 #include "ferry/memory/memory_planner.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <numeric>
+#include <queue>
+#include <set>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace {
@@ -284,6 +289,110 @@ absl::StatusOr<size_t> PlacePass(absl::Span<const BufferRequest> requests,
   return arena;
 }
 
+// An upper estimate of the conflicts the greedy passes visit: per request, the requests live at
+// its first use (each conflicting pair is counted once or twice). O(n) over the positions.
+size_t ConflictVisits(const Positions& positions, const std::vector<int32_t>& ids) {
+  std::vector<int64_t> delta(positions.count + 1, 0);
+  for (int32_t id : ids) {
+    ++delta[positions.lo[id]];
+    --delta[positions.hi[id] + 1];
+  }
+  std::vector<int64_t> cover(positions.count, 0);
+  int64_t live = 0;
+  for (size_t p = 0; p < positions.count; ++p) cover[p] = live += delta[p];
+  size_t visits = 0;
+  for (int32_t id : ids) visits += static_cast<size_t>(cover[positions.lo[id]]);
+  return visits;
+}
+
+// One pass in order of first use that reuses the memory of requests whose lifetimes have ended:
+// free blocks coalesce, a request takes the smallest free block it fits in (lowest offset on a
+// tie), else the space above everything in use. O(n log n) whatever the conflicts.
+absl::StatusOr<size_t> SweepPass(absl::Span<const BufferRequest> requests,
+                                 const std::vector<int32_t>& by_first,
+                                 std::vector<size_t>* offsets) {
+  std::map<size_t, size_t> free_at;                  // offset -> end, below `top`
+  std::set<std::pair<size_t, size_t>> free_by_size;  // (size, offset)
+  using Live = std::pair<int32_t, int32_t>;          // (last_use, id)
+  std::priority_queue<Live, std::vector<Live>, std::greater<Live>> live;
+  size_t top = 0, arena = 0;
+  auto take = [&](std::map<size_t, size_t>::iterator it) {
+    free_by_size.erase({it->second - it->first, it->first});
+    free_at.erase(it);
+  };
+  auto add_free = [&](size_t begin, size_t end) {
+    if (begin == end) return;
+    free_at.emplace(begin, end);
+    free_by_size.emplace(end - begin, begin);
+  };
+  for (int32_t id : by_first) {
+    const BufferRequest& r = requests[id];
+    while (!live.empty() && live.top().first < r.first_use) {
+      const int32_t done = live.top().second;
+      live.pop();
+      size_t begin = (*offsets)[done];
+      size_t end = begin + requests[done].size;
+      if (auto next = free_at.find(end); next != free_at.end()) {
+        end = next->second;
+        take(next);
+      }
+      if (auto prev = free_at.lower_bound(begin); prev != free_at.begin()) {
+        --prev;
+        if (prev->second == begin) {
+          begin = prev->first;
+          take(prev);
+        }
+      }
+      if (end == top) {
+        top = begin;
+      } else {
+        add_free(begin, end);
+      }
+    }
+    // The smallest free block that fits. Blocks of at least size + alignment - 1 bytes fit
+    // wherever they start; a few smaller ones are tried first.
+    size_t offset = 0;
+    auto fits = [&](std::set<std::pair<size_t, size_t>>::iterator block) {
+      return AlignUp(block->second, r.alignment, &offset) &&
+             offset - block->second <= block->first - r.size;
+    };
+    auto fit = free_by_size.end();
+    auto it = free_by_size.lower_bound({r.size, 0});
+    for (int tries = 0; it != free_by_size.end() && tries < 8; ++it, ++tries) {
+      if (fits(it)) {
+        fit = it;
+        break;
+      }
+    }
+    if (fit == free_by_size.end() && r.size <= SIZE_MAX - (r.alignment - 1)) {
+      it = free_by_size.lower_bound({r.size + r.alignment - 1, 0});
+      if (it != free_by_size.end() && fits(it)) fit = it;
+    }
+    if (fit != free_by_size.end()) {
+      const size_t block = fit->second;
+      auto at = free_at.find(block);
+      const size_t block_end = at->second;
+      take(at);
+      add_free(block, offset);
+      add_free(offset + r.size, block_end);
+    } else {
+      if (!AlignUp(top, r.alignment, &offset)) return Overflow(id, r);
+      size_t end;
+      if (__builtin_add_overflow(offset, r.size, &end)) return Overflow(id, r);
+      add_free(top, offset);
+      top = end;
+    }
+    (*offsets)[id] = offset;
+    arena = std::max(arena, offset + r.size);
+    live.emplace(r.last_use, id);
+  }
+  return arena;
+}
+
+// Above this many conflict visits the greedy passes give way to the sweep: their cost grows with
+// the square of the requests live at once (many outputs or states), the sweep's does not.
+size_t GreedyVisitBudget(size_t n) { return (size_t{1} << 16) + 32 * n; }
+
 }  // namespace
 
 absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests) {
@@ -313,6 +422,10 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests) 
   const Positions positions = ComputePositions(requests, by_first, by_last);
   const std::vector<int32_t>& by_time = by_first;
 
+  if (ConflictVisits(positions, by_first) > GreedyVisitBudget(n)) {
+    FERRY_ASSIGN_OR_RETURN(plan.arena_size, SweepPass(requests, by_time, &plan.offsets));
+    return plan;
+  }
   // Pass 1: greedy by size, lowest fit. Usually at or near the lower bound.
   absl::StatusOr<size_t> by_size_arena =
       PlacePass(requests, by_size, positions, Fit::kLowest, plan.lower_bound, &plan.offsets);

@@ -22,9 +22,15 @@
 //     too and a request placed there sits against `lower_bound` (so neighbours alternate between
 //     bottom and top, which is what a chain of varying sizes needs to reach the bound).
 // The pass with the smaller arena wins (pass 1 on a tie). Deterministic.
+// When many requests are live at once (thousands of outputs or states), so that the greedy
+// passes would visit more than 2^16 + 32 n conflicts, one sweep replaces them: in order of first
+// use (ties by index), the memory of requests whose lifetimes ended is freed and coalesced, and
+// each request takes the smallest free block it fits in (lowest offset on a tie), else the space
+// above everything in use.
 //
-// Cost: O(n) to order the requests (radix sorts) and O(n k log k) per pass, k the number of
-// placed requests a request conflicts with (found through an interval index, not a scan).
+// Cost: O(n) to order the requests (radix sorts) and O(n k log k) per greedy pass, k the number
+// of placed requests a request conflicts with (found through an interval index, not a scan),
+// bounded by the budget above; O(n log n) for the sweep.
 // Errors: InvalidArgument naming the request index for a negative first_use, first_use >
 // last_use, or an alignment that is zero or not a power of two; ResourceExhausted when the lower
 // bound overflows size_t, or (naming the request) when no pass can place every request without
