@@ -116,6 +116,30 @@ struct ProgramContext {
   const EtProgram* program = nullptr;  // segments and subsegments, already verified
 };
 
+// What reading may copy out of the file, across all methods. FlatBuffers lets any number of
+// tables reference one vector or string, so a small file could make the reader copy a long list
+// once per value or instruction that references it. Unshared, a list entry takes at least 4 bytes
+// of the file and a string byte one, so a file that copies more than this shares its data.
+class CopyBudget {
+ public:
+  explicit CopyBudget(size_t file_bytes)
+      : list_entries_(file_bytes / 4 + 64), string_bytes_(2 * file_bytes + 4096) {}
+  // False when `n` more list entries (value list items, instruction arguments, arena sizes)
+  // would go over the budget.
+  bool SpendEntries(size_t n) { return Spend(&list_entries_, n); }
+  // False when `n` more bytes of names and strings would.
+  bool SpendBytes(size_t n) { return Spend(&string_bytes_, n); }
+
+ private:
+  static bool Spend(size_t* left, size_t n) {
+    if (n > *left) return false;
+    *left -= n;
+    return true;
+  }
+  size_t list_entries_;
+  size_t string_bytes_;
+};
+
 }  // namespace
 
 std::string EtScalarTypeName(int8_t scalar_type) {
@@ -227,11 +251,12 @@ constexpr size_t kMaxNameBytes = 1024;
 
 class MethodReader {
  public:
-  MethodReader(const ProgramContext& context, const fb::ExecutionPlan& plan, std::string label)
-      : context_(context), plan_(plan), label_(std::move(label)) {}
+  MethodReader(const ProgramContext& context, const fb::ExecutionPlan& plan, std::string label,
+               CopyBudget* budget)
+      : context_(context), plan_(plan), label_(std::move(label)), budget_(budget) {}
 
   absl::StatusOr<EtMethod> Run() {
-    method_.name = std::string(View(plan_.name()));
+    FERRY_ASSIGN_OR_RETURN(method_.name, CopyString("its name", View(plan_.name())));
     FERRY_RETURN_IF_ERROR(ReadBufferSizes());
     FERRY_RETURN_IF_ERROR(ReadBufferDevices());
     FERRY_RETURN_IF_ERROR(ReadOperators());
@@ -245,6 +270,23 @@ class MethodReader {
  private:
   absl::Status Error(absl::string_view where, absl::string_view what) const {
     return Invalid(absl::StrCat(label_, ", ", where, ": ", what));
+  }
+
+  // Charges `n` list entries read at `where` to the program's copy budget.
+  absl::Status SpendEntries(absl::string_view where, size_t n) const {
+    if (budget_->SpendEntries(n)) return absl::OkStatus();
+    return Error(where, absl::StrCat("its ", n, " entries go over what the file could hold "
+                                     "unshared: its lists are shared by more tables than a "
+                                     "program needs"));
+  }
+  // `text`, charged to the budget's string bytes.
+  absl::StatusOr<std::string> CopyString(absl::string_view where, absl::string_view text) const {
+    if (!budget_->SpendBytes(text.size())) {
+      return Error(where, absl::StrCat("its ", text.size(), " bytes go over what the file could "
+                                       "hold unshared: its strings are shared by more tables "
+                                       "than a program needs"));
+    }
+    return std::string(text);
   }
 
   // A device annotation's type (one of the format's DeviceType values) and index (>= 0).
@@ -282,6 +324,7 @@ class MethodReader {
   absl::Status ReadBufferSizes() {
     const auto* sizes = plan_.non_const_buffer_sizes();
     if (!Aligned8(sizes)) return Error("non_const_buffer_sizes", "the list is not 8-byte aligned");
+    FERRY_RETURN_IF_ERROR(SpendEntries("non_const_buffer_sizes", Len(sizes)));
     for (size_t i = 0; i < Len(sizes); ++i) {
       const int64_t size = sizes->Get(i);
       if (size < 0) {
@@ -336,6 +379,11 @@ class MethodReader {
                      absl::StrCat("its name and overload are ", name_bytes, " bytes; at most ",
                                   kMaxNameBytes, " are read"));
       }
+      if (!budget_->SpendBytes(name_bytes)) {
+        return Error(absl::StrCat("operator ", i),
+                     "its name goes over what the file could hold unshared: the operators share "
+                     "their names more than a program needs");
+      }
       method_.operators.push_back(
           {std::string(View(op->name())), std::string(View(op->overload()))});
     }
@@ -352,7 +400,8 @@ class MethodReader {
                      absl::StrCat("its backend id is ", View(d->id()).size(), " bytes; at most ",
                                   kMaxNameBytes, " are read"));
       }
-      out.backend_id = std::string(View(d->id()));
+      FERRY_ASSIGN_OR_RETURN(out.backend_id,
+                             CopyString(absl::StrCat("delegate ", i), View(d->id())));
       const std::string where =
           out.backend_id.empty()
               ? absl::StrCat("delegate ", i)
@@ -364,11 +413,15 @@ class MethodReader {
         if (View(spec->key()).empty()) {
           return Error(where, absl::StrCat("compile spec ", s, " has no key"));
         }
-        std::string value;
+        absl::string_view value;
         if (spec->value() != nullptr) {
-          value.assign(reinterpret_cast<const char*>(spec->value()->data()), spec->value()->size());
+          value = absl::string_view(reinterpret_cast<const char*>(spec->value()->data()),
+                                    spec->value()->size());
         }
-        out.compile_specs.emplace_back(std::string(View(spec->key())), std::move(value));
+        const std::string spec_where = absl::StrCat(where, ", compile spec ", s);
+        FERRY_ASSIGN_OR_RETURN(std::string key, CopyString(spec_where, View(spec->key())));
+        FERRY_ASSIGN_OR_RETURN(std::string copied, CopyString(spec_where, value));
+        out.compile_specs.emplace_back(std::move(key), std::move(copied));
       }
       FERRY_RETURN_IF_ERROR(ReadPayload(where, d->processed(), &out));
       method_.delegates.push_back(std::move(out));
@@ -447,6 +500,7 @@ class MethodReader {
   const ProgramContext& context_;
   const fb::ExecutionPlan& plan_;
   const std::string label_;
+  CopyBudget* const budget_;  // the program's, shared by its methods
   EtMethod method_;
 };
 
@@ -500,11 +554,13 @@ absl::Status MethodReader::ReadValue(size_t v, const fb::EValue& value, EtValue*
       if (value.val_as_Tensor() == nullptr) return missing("tensor");
       out->kind = EtValueKind::kTensor;
       return ReadTensor(absl::StrCat(where, " (tensor)"), *value.val_as_Tensor(), &out->tensor);
-    case fb::KernelTypes::String:
+    case fb::KernelTypes::String: {
       if (value.val_as_String() == nullptr) return missing("string");
       out->kind = EtValueKind::kString;
-      out->string_value = std::string(View(value.val_as_String()->string_val()));
+      FERRY_ASSIGN_OR_RETURN(out->string_value,
+                             CopyString(where, View(value.val_as_String()->string_val())));
       return absl::OkStatus();
+    }
     case fb::KernelTypes::IntList:
       if (value.val_as_IntList() == nullptr) return missing("int list");
       out->kind = EtValueKind::kIntList;
@@ -514,6 +570,7 @@ absl::Status MethodReader::ReadValue(size_t v, const fb::EValue& value, EtValue*
       out->kind = EtValueKind::kDoubleList;
       const auto* items = value.val_as_DoubleList()->items();
       if (!Aligned8(items)) return Error(where, "the double list is not 8-byte aligned");
+      FERRY_RETURN_IF_ERROR(SpendEntries(where, Len(items)));
       if (items != nullptr) out->doubles.assign(items->begin(), items->end());
       return absl::OkStatus();
     }
@@ -521,6 +578,7 @@ absl::Status MethodReader::ReadValue(size_t v, const fb::EValue& value, EtValue*
       if (value.val_as_BoolList() == nullptr) return missing("bool list");
       out->kind = EtValueKind::kBoolList;
       const auto* items = value.val_as_BoolList()->items();
+      FERRY_RETURN_IF_ERROR(SpendEntries(where, Len(items)));
       for (size_t i = 0; i < Len(items); ++i) out->bools.push_back(items->Get(i) != 0);
       return absl::OkStatus();
     }
@@ -544,6 +602,7 @@ absl::Status MethodReader::ReadValue(size_t v, const fb::EValue& value, EtValue*
 absl::Status MethodReader::ReadList(const std::string& where,
                                     const flatbuffers::Vector<int64_t>* items, EtValue* out) const {
   if (!Aligned8(items)) return Error(where, "the items are not 8-byte aligned");
+  FERRY_RETURN_IF_ERROR(SpendEntries(where, Len(items)));
   for (size_t i = 0; i < Len(items); ++i) {
     const int64_t id = items->Get(i);
     FERRY_RETURN_IF_ERROR(CheckValue(where, absl::StrCat("item ", i, " is"), id));
@@ -560,6 +619,7 @@ absl::Status MethodReader::ReadList(const std::string& where,
 absl::Status MethodReader::ReadList(const std::string& where,
                                     const flatbuffers::Vector<int32_t>* items, bool optional,
                                     EtValue* out) const {
+  FERRY_RETURN_IF_ERROR(SpendEntries(where, Len(items)));
   for (size_t i = 0; i < Len(items); ++i) {
     const int32_t id = items->Get(i);
     if (optional && id == -1) {
@@ -648,7 +708,8 @@ absl::Status MethodReader::ReadTensor(const std::string& where, const fb::Tensor
   out->requires_grad = t.requires_grad();
   out->layout = t.layout();
   if (const fb::ExtraTensorInfo* extra = t.extra_tensor_info()) {
-    out->fully_qualified_name = std::string(View(extra->fully_qualified_name()));
+    FERRY_ASSIGN_OR_RETURN(out->fully_qualified_name,
+                           CopyString(where, View(extra->fully_qualified_name())));
     FERRY_RETURN_IF_ERROR(CheckDevice(where, "the tensor",
                                       static_cast<int>(extra->device_type()),
                                       extra->device_index()));
@@ -816,6 +877,11 @@ absl::Status MethodReader::ReadInstructions() {
 absl::Status MethodReader::ReadArgs(absl::FunctionRef<std::string()> where,
                                     const flatbuffers::Vector<int32_t>* args,
                                     EtInstruction* out) const {
+  if (!budget_->SpendEntries(Len(args))) {
+    return Error(where(), absl::StrCat("its ", Len(args), " arguments go over what the file could "
+                                       "hold unshared: its argument lists are shared by more "
+                                       "instructions than a program needs"));
+  }
   out->args.reserve(out->args.size() + Len(args));
   for (size_t a = 0; a < Len(args); ++a) {
     const int32_t id = args->Get(a);
@@ -943,7 +1009,7 @@ absl::Status MethodReader::ReadFree(const std::string& where, const fb::FreeCall
 
 class ProgramReader {
  public:
-  explicit ProgramReader(absl::Span<const uint8_t> bytes) : bytes_(bytes) {}
+  explicit ProgramReader(absl::Span<const uint8_t> bytes) : bytes_(bytes), budget_(bytes.size()) {}
 
   absl::StatusOr<EtProgram> Run() {
     FERRY_RETURN_IF_ERROR(CheckIdentifier());
@@ -1115,13 +1181,18 @@ class ProgramReader {
   }
 
   absl::StatusOr<EtSubsegments> ReadSubsegments(absl::string_view what,
-                                                const fb::SubsegmentOffsets& s) const {
+                                                const fb::SubsegmentOffsets& s) {
     if (!Aligned8(s.offsets())) {
       return Invalid(absl::StrCat(what, ": the offsets are not 8-byte aligned"));
     }
     if (s.segment_index() >= program_.segments.size()) {
       return Invalid(absl::StrCat(what, " is segment ", s.segment_index(), ", but the program has ",
                                   program_.segments.size(), " segments"));
+    }
+    if (!budget_.SpendEntries(Len(s.offsets()))) {
+      return Invalid(absl::StrCat(what, ": its ", Len(s.offsets()), " offsets go over what the "
+                                  "file could hold unshared: the offset lists are shared by more "
+                                  "tables than a program needs"));
     }
     EtSubsegments out;
     out.segment_index = s.segment_index();
@@ -1167,6 +1238,11 @@ class ProgramReader {
                                     ", but the program has ", program_.segments.size(),
                                     " segments"));
       }
+      if (!budget_.SpendBytes(key.size())) {
+        return Invalid(absl::StrCat("named data ", i, ": its key's ", key.size(), " bytes go over "
+                                    "what the file could hold unshared: the keys are shared by "
+                                    "more entries than a program needs"));
+      }
       program_.named_data.push_back({std::string(key), segment, program_.segments[segment].bytes});
     }
     return absl::OkStatus();
@@ -1189,13 +1265,14 @@ class ProgramReader {
       }
       FERRY_ASSIGN_OR_RETURN(
           EtMethod method,
-          MethodReader(context, *plan, absl::StrCat("method ", Quoted(name))).Run());
+          MethodReader(context, *plan, absl::StrCat("method ", Quoted(name)), &budget_).Run());
       program_.methods.push_back(std::move(method));
     }
     return absl::OkStatus();
   }
 
   const absl::Span<const uint8_t> bytes_;
+  CopyBudget budget_;
   const fb::Program* root_ = nullptr;
   EtProgram program_;
 };

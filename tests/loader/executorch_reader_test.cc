@@ -31,6 +31,7 @@ namespace {
 namespace fb = ::ferry::et::fbs;
 using ::ferry::testing::StatusIs;
 using ::testing::_;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -972,6 +973,77 @@ TEST(ExecuTorchHandMadeTest, DamagedRootOffsetIsRefusedByTheVerifier) {
   std::vector<uint8_t> bytes = BuildPte();
   PutLE(bytes, 0, 0x7ffffff0, 4);
   EXPECT_THAT(ReadExecuTorchProgram(bytes), RefusedWith("the FlatBuffers verifier rejected"));
+}
+
+// A method "forward" of `lists` IntList values sharing one list of `entries` items, `strings`
+// String values sharing one string of `string_bytes` bytes, and `calls` kernel calls sharing one
+// argument list of `args` entries: each shared list or string is in the file once.
+std::vector<uint8_t> SharingPte(int lists, int entries, int strings, int string_bytes, int calls,
+                                int args) {
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<flatbuffers::Offset<fb::EValue>> values = {
+      fb::CreateEValue(fbb, fb::KernelTypes::Int, fb::CreateInt(fbb, 1).Union())};
+  const auto list = fb::CreateIntList(fbb, fbb.CreateVector(std::vector<int64_t>(entries, 0)));
+  for (int i = 0; i < lists; ++i) {
+    values.push_back(fb::CreateEValue(fbb, fb::KernelTypes::IntList, list.Union()));
+  }
+  const auto text = fb::CreateString(fbb, fbb.CreateString(std::string(string_bytes, 'x')));
+  for (int i = 0; i < strings; ++i) {
+    values.push_back(fb::CreateEValue(fbb, fb::KernelTypes::String, text.Union()));
+  }
+  const auto call = fb::CreateInstruction(
+      fbb, fb::InstructionArguments::KernelCall,
+      fb::CreateKernelCall(fbb, 0, fbb.CreateVector(std::vector<int32_t>(args, 0))).Union());
+  const std::vector<flatbuffers::Offset<fb::Instruction>> instructions(calls, call);
+  const std::vector<flatbuffers::Offset<fb::Chain>> chains = {
+      fb::CreateChainDirect(fbb, nullptr, nullptr, &instructions)};
+  const std::vector<flatbuffers::Offset<fb::Operator>> operators = {
+      fb::CreateOperatorDirect(fbb, "aten::add", "out")};
+  const std::vector<int64_t> arenas = {0};
+  const std::vector<flatbuffers::Offset<fb::ExecutionPlan>> plans = {fb::CreateExecutionPlanDirect(
+      fbb, "forward", 0, &values, nullptr, nullptr, &chains, &operators, nullptr, &arenas)};
+  fb::FinishProgramBuffer(fbb, fb::CreateProgramDirect(fbb, 0, &plans));
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+TEST(ExecuTorchSharedDataTest, UnsharedListsStringsAndArgumentsAreRead) {
+  // The same shape without amplification reads (the ops are checked later, at import).
+  ASSERT_OK_AND_ASSIGN(EtProgram program, ReadExecuTorchProgram(SharingPte(100, 2, 100, 8, 100, 2)));
+  ASSERT_EQ(program.methods.size(), 1u);
+  const EtMethod& m = program.methods[0];
+  ASSERT_EQ(m.values.size(), 201u);
+  EXPECT_THAT(m.values[100].items, ElementsAre(0, 0));
+  EXPECT_EQ(m.values[200].string_value, "xxxxxxxx");
+  ASSERT_EQ(m.instructions.size(), 100u);
+  EXPECT_THAT(m.instructions[99].args, ElementsAre(0, 0));
+}
+
+TEST(ExecuTorchSharedDataTest, ASharedIntListIsRefusedBeforeItIsCopiedPerValue) {
+  // 2,000 values x 20,000 shared items: 40 million items from a file of about 200 KB.
+  const std::vector<uint8_t> bytes = SharingPte(2000, 20000, 0, 0, 0, 0);
+  ASSERT_LT(bytes.size(), 1u << 20);
+  EXPECT_THAT(ReadExecuTorchProgram(bytes),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("method \"forward\", value "), HasSubstr("(int list)"),
+                             HasSubstr("could hold unshared"))));
+}
+
+TEST(ExecuTorchSharedDataTest, ASharedArgumentListIsRefusedBeforeItIsCopiedPerInstruction) {
+  const std::vector<uint8_t> bytes = SharingPte(0, 0, 0, 0, 2000, 20000);
+  ASSERT_LT(bytes.size(), 1u << 20);
+  EXPECT_THAT(ReadExecuTorchProgram(bytes),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("(kernel call aten::add.out)"),
+                             HasSubstr("arguments go over what the file could hold unshared"))));
+}
+
+TEST(ExecuTorchSharedDataTest, ASharedStringIsRefusedBeforeItIsCopiedPerValue) {
+  // 2,000 values sharing a 100 KB string: 200 MB of strings from a file of about 100 KB.
+  const std::vector<uint8_t> bytes = SharingPte(0, 0, 2000, 100000, 0, 0);
+  ASSERT_LT(bytes.size(), 1u << 20);
+  EXPECT_THAT(ReadExecuTorchProgram(bytes),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("value "), HasSubstr("bytes go over what the file"))));
 }
 
 TEST(ExecuTorchHandMadeTest, NamesOfKinds) {
