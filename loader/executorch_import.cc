@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -28,8 +29,15 @@ struct PendingConstant {
   ValueId value = 0;
   absl::Span<const uint8_t> source;  // in the file; empty when `folded` holds the bytes
   std::vector<uint8_t> folded;       // computed here (a cast)
+  absl::Span<const uint8_t> folded_from;  // the bytes `folded` was computed from
   int32_t payload_of_node = -1;      // a delegate payload: the node's index, and `value` unused
+  int32_t same_as = -1;              // a fold computed before: that pending constant's bytes
 };
+
+// Constants folded at import (casts), by the bytes they were computed from and the dtype they
+// were cast to: the index of the pending constant that holds the result.
+using FoldKey = std::tuple<const uint8_t*, size_t, DType>;
+using FoldIndex = absl::flat_hash_map<FoldKey, int32_t>;
 
 bool IsIdentity(absl::Span<const uint8_t> dim_order) {
   for (size_t i = 0; i < dim_order.size(); ++i) {
@@ -44,13 +52,19 @@ bool IsIdentity(absl::Span<const uint8_t> dim_order) {
 class MethodImporter {
  public:
   MethodImporter(const EtMethod& et, size_t method_index, const EtDataFile* data,
-                 std::vector<PendingConstant>* constants)
-      : et_(et), method_index_(method_index), data_(data), constants_(*constants) {}
+                 std::vector<PendingConstant>* constants, FoldIndex* folds)
+      : et_(et), method_index_(method_index), data_(data), constants_(*constants), folds_(*folds) {}
 
   absl::StatusOr<MethodDef> Run() {
     def_.name = et_.name;
     def_.exporter_arenas = EtExporterArenas(et_);
     latest_.assign(et_.values.size(), -1);
+    // Each use of an int or tensor list copies it. A file may make one list serve many
+    // instructions; a program needs each list a few times, and a shape list has at most a rank's
+    // entries per use.
+    size_t list_items = 0;
+    for (const EtValue& value : et_.values) list_items += value.items.size();
+    list_budget_ = 2 * list_items + 16 * et_.instructions.size() + 4096;
     FERRY_RETURN_IF_ERROR(AddInputs());
     for (size_t i = 0; i < et_.instructions.size(); ++i) {
       instruction_ = static_cast<int>(i);
@@ -271,8 +285,11 @@ class MethodImporter {
       FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(v));
       node.results.push_back(r);
     }
-    constants_.push_back(
-        {method_index_, 0, d.payload, {}, static_cast<int32_t>(def_.nodes.size())});
+    PendingConstant payload;
+    payload.method = method_index_;
+    payload.source = d.payload;
+    payload.payload_of_node = static_cast<int32_t>(def_.nodes.size());
+    constants_.push_back(std::move(payload));
     def_.nodes.push_back(std::move(node));
     def_.node_instructions.push_back(instruction_);
     return absl::OkStatus();
@@ -411,7 +428,11 @@ class MethodImporter {
       FERRY_ASSIGN_OR_RETURN(bytes, ExternalData(v));
     }
     latest_[v] = Add(std::move(value));
-    constants_.push_back({method_index_, latest_[v], bytes, {}});
+    PendingConstant constant;
+    constant.method = method_index_;
+    constant.value = latest_[v];
+    constant.source = bytes;
+    constants_.push_back(std::move(constant));
     Annotate(v, latest_[v]);
     return latest_[v];
   }
@@ -489,13 +510,29 @@ class MethodImporter {
     return Add(std::move(value));
   }
 
-  absl::StatusOr<std::vector<int64_t>> IntList(int32_t v, absl::string_view what) const {
+  // Charges the copy of list value `v` to the method's list budget.
+  absl::Status SpendList(int32_t v, absl::string_view what) {
+    const size_t n = et_.values[v].items.size();
+    if (n <= list_budget_) {
+      list_budget_ -= n;
+      return absl::OkStatus();
+    }
+    const std::string value = absl::StrCat("value ", v);
+    return Invalid(absl::StrCat(what == value ? value : absl::StrCat(what, " (", value, ")"),
+                                " has ", n, " items, one copy too many: the method's instructions "
+                                "use its lists more often than a program needs (each use copies "
+                                "the list)"));
+  }
+
+  absl::StatusOr<std::vector<int64_t>> IntList(int32_t v, absl::string_view what) {
     const EtValue& value = et_.values[v];
     if (value.kind != EtValueKind::kIntList) {
       return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
                                   ", not an int list"));
     }
+    FERRY_RETURN_IF_ERROR(SpendList(v, what));
     std::vector<int64_t> list;
+    list.reserve(value.items.size());
     for (int32_t item : value.items) {
       if (item < 0 || et_.values[item].kind != EtValueKind::kInt) {
         return Invalid(
@@ -572,12 +609,13 @@ class MethodImporter {
   }
 
   // The tensors of a TensorList (or of an OptionalTensorList without None), in order.
-  absl::StatusOr<std::vector<int32_t>> TensorListValue(int32_t v, absl::string_view what) const {
+  absl::StatusOr<std::vector<int32_t>> TensorListValue(int32_t v, absl::string_view what) {
     const EtValue& value = et_.values[v];
     if (value.kind != EtValueKind::kTensorList && value.kind != EtValueKind::kOptionalTensorList) {
       return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
                                   ", not a tensor list"));
     }
+    FERRY_RETURN_IF_ERROR(SpendList(v, what));
     for (int32_t item : value.items) {
       if (item < 0 || et_.values[item].kind != EtValueKind::kTensor) {
         return Unimplemented(absl::StrCat(what, " (value ", v, ") has item ", item,
@@ -709,11 +747,24 @@ class MethodImporter {
       AddNode("to_dtype", {a, code}, r);
       return absl::OkStatus();
     }
-    // A constant: cast once, here, into a new constant.
+    // A constant: cast once, here, into a new constant. A constant cast to one dtype again
+    // shares the first cast's bytes.
     ValueDef value;
     value.name = absl::StrCat("value ", out, " (value ", args[0], " as ", DTypeName(to.dtype), ")");
     value.kind = ValueKind::kConstant;
+    const DType to_dtype = to.dtype;
     value.meta = std::move(to);
+    const FoldKey key{source.data.bytes.data(), source.data.bytes.size(), to_dtype};
+    if (auto it = folds_.find(key); it != folds_.end()) {
+      const ValueId id = Add(std::move(value));
+      latest_[out] = id;
+      PendingConstant shared;
+      shared.method = method_index_;
+      shared.value = id;
+      shared.same_as = it->second;
+      constants_.push_back(std::move(shared));
+      return absl::OkStatus();
+    }
     const size_t n = source.numel;
     std::vector<uint8_t> bytes(n * DTypeSize(value.meta.dtype));
     for (size_t i = 0; i < n; ++i) {
@@ -739,7 +790,13 @@ class MethodImporter {
     }
     const ValueId id = Add(std::move(value));
     latest_[out] = id;
-    constants_.push_back({method_index_, id, {}, std::move(bytes)});
+    folds_.emplace(key, static_cast<int32_t>(constants_.size()));
+    PendingConstant folded;
+    folded.method = method_index_;
+    folded.value = id;
+    folded.folded = std::move(bytes);
+    folded.folded_from = source.data.bytes;
+    constants_.push_back(std::move(folded));
     return absl::OkStatus();
   }
 
@@ -956,20 +1013,68 @@ class MethodImporter {
   const size_t method_index_;
   const EtDataFile* const data_;  // may be null
   std::vector<PendingConstant>& constants_;
+  FoldIndex& folds_;
   MethodDef def_;
   std::vector<ValueId> latest_;  // per ExecuTorch value: its Ferry value now, or -1
+  size_t list_budget_ = 0;       // list items the method's instructions may still copy
   int instruction_ = -1;
   std::string op_name_;
 };
 
-// Copies every pending constant to a multiple of 64 bytes in one aligned allocation.
+// Copies every pending constant to a multiple of 64 bytes in one aligned allocation. Constants
+// and payloads that are the same bytes of a file (tensors sharing a constant buffer, delegate
+// calls of one delegate) are copied once and shared. Ones that overlap only in part would each
+// be copied: more than twice the bytes the file's constants and payloads span, plus 1 MiB, is
+// refused, so a small file cannot make the import copy its bytes many times over.
 absl::Status PlaceConstants(std::vector<PendingConstant>& pending, EtImport& import) {
+  using Span = absl::Span<const uint8_t>;
+  auto key_of = [](Span s) { return std::make_pair(s.data(), s.size()); };
+  absl::flat_hash_map<std::pair<const uint8_t*, size_t>, size_t> first_with;  // span -> index
+  std::vector<size_t> offsets(pending.size(), 0);
+  std::vector<size_t> placed_as(pending.size());  // the entry whose copy each one uses
+  std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // what the files' sources span
   size_t total = 0;
-  std::vector<size_t> offsets;
-  for (const PendingConstant& c : pending) {
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const PendingConstant& c = pending[i];
+    placed_as[i] = i;
+    if (c.same_as >= 0) {
+      placed_as[i] = static_cast<size_t>(c.same_as);
+      continue;
+    }
+    const Span from = c.folded.empty() ? c.source : c.folded_from;
+    if (!from.empty()) {
+      const uintptr_t begin = reinterpret_cast<uintptr_t>(from.data());
+      spans.emplace_back(begin, begin + from.size());
+    }
+    if (c.folded.empty() && !c.source.empty()) {
+      auto [it, inserted] = first_with.try_emplace(key_of(c.source), i);
+      if (!inserted) {
+        placed_as[i] = it->second;
+        continue;
+      }
+    }
     const size_t size = c.folded.empty() ? c.source.size() : c.folded.size();
-    offsets.push_back(total);
-    total += (size + kConstantAlignment - 1) / kConstantAlignment * kConstantAlignment;
+    offsets[i] = total;
+    if (__builtin_add_overflow(total, size, &total) ||
+        __builtin_add_overflow(total, kConstantAlignment - 1, &total)) {
+      return absl::ResourceExhaustedError("the program's constants overflow size_t");
+    }
+    total &= ~(kConstantAlignment - 1);
+  }
+  std::sort(spans.begin(), spans.end());
+  size_t spanned = 0;
+  uintptr_t covered = 0;
+  for (const auto& [begin, end] : spans) {
+    const uintptr_t from = std::max(begin, covered);
+    if (end > from) spanned += end - from;
+    covered = std::max(covered, end);
+  }
+  if (total / 2 > spanned + (size_t{1} << 19)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the program's constants and delegate payloads would take ", total,
+        " bytes once copied, more than twice the ", spanned,
+        " bytes they span in the file: they overlap in the file and would be copied many times "
+        "over"));
   }
   if (total == 0) return absl::OkStatus();
   import.constant_data.reset(static_cast<uint8_t*>(std::aligned_alloc(kConstantAlignment, total)));
@@ -981,10 +1086,12 @@ absl::Status PlaceConstants(std::vector<PendingConstant>& pending, EtImport& imp
   uint8_t* base = import.constant_data.get();
   for (size_t i = 0; i < pending.size(); ++i) {
     const PendingConstant& c = pending[i];
-    const absl::Span<const uint8_t> bytes =
-        c.folded.empty() ? c.source : absl::MakeConstSpan(c.folded);
-    if (!bytes.empty()) std::memcpy(base + offsets[i], bytes.data(), bytes.size());
-    const absl::Span<const uint8_t> placed = absl::MakeConstSpan(base + offsets[i], bytes.size());
+    const PendingConstant& holder = pending[placed_as[i]];
+    const Span bytes = holder.folded.empty() ? holder.source : absl::MakeConstSpan(holder.folded);
+    if (placed_as[i] == i && !bytes.empty()) {
+      std::memcpy(base + offsets[i], bytes.data(), bytes.size());
+    }
+    const Span placed = absl::MakeConstSpan(base + offsets[placed_as[i]], bytes.size());
     if (c.payload_of_node >= 0) {
       import.methods[c.method].nodes[c.payload_of_node].payload = placed;
     } else {
@@ -1000,8 +1107,9 @@ absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program,
                                                  const EtImportOptions& options) {
   EtImport import;
   std::vector<PendingConstant> constants;
+  FoldIndex folds;
   for (size_t i = 0; i < program.methods.size(); ++i) {
-    MethodImporter importer(program.methods[i], i, options.data, &constants);
+    MethodImporter importer(program.methods[i], i, options.data, &constants, &folds);
     FERRY_ASSIGN_OR_RETURN(MethodDef method, importer.Run());
     import.methods.push_back(std::move(method));
   }

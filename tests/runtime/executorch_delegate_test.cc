@@ -5,6 +5,7 @@
 // backend registered under an ExecuTorch-style id, and compared with the all-host computation
 // done here.
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -303,6 +304,164 @@ INSTANTIATE_TEST_SUITE_P(
       if (!info.param.target_device.has_value()) return std::string("Absent");
       return *info.param.target_device == "cpu" ? std::string("Cpu") : std::string("Cuda0");
     });
+
+// ---------------------------------------------------------------------------------------------
+// What the import copies: bytes the file shares are copied once; a file that would make it copy
+// its bytes or its lists many times over is refused.
+
+EtInstruction DelegateCall(std::vector<int32_t> args) {
+  EtInstruction call;
+  call.kind = EtInstructionKind::kDelegateCall;
+  call.delegate_index = 0;
+  call.args = std::move(args);
+  return call;
+}
+
+// forward(x) = delegate(x, c) for each constant c in `constants` (one call each, results 1 + k
+// after the constants), every constant viewing `bytes` at its offset: float32 [n] each.
+EtProgram ConstantsProgram(const std::vector<uint8_t>& bytes, const std::vector<uint8_t>& payload,
+                           int64_t n, const std::vector<size_t>& offsets) {
+  EtMethod m;
+  m.name = "forward";
+  m.values = {FloatTensor({n})};
+  for (size_t offset : offsets) {
+    EtValue c = FloatTensor({n});
+    c.tensor.data.kind = EtDataKind::kConstantBuffer;
+    c.tensor.data.bytes = absl::MakeConstSpan(bytes).subspan(offset, n * sizeof(float));
+    m.values.push_back(c);
+  }
+  for (size_t k = 0; k < offsets.size(); ++k) {
+    m.values.push_back(FloatTensor({n}));
+    m.instructions.push_back(DelegateCall(
+        {0, static_cast<int32_t>(1 + k), static_cast<int32_t>(1 + offsets.size() + k)}));
+    m.outputs.push_back(static_cast<int32_t>(1 + offsets.size() + k));
+  }
+  m.inputs = {0};
+  EtDelegate d;
+  d.backend_id = kBackendId;
+  d.payload = payload;
+  m.delegates = {d};
+  EtProgram p;
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
+TEST(ExecuTorchImportCopiesTest, ConstantsAndPayloadsTheFileSharesAreCopiedOnce) {
+  const std::vector<uint8_t> bytes = FloatBytes({1, 2, 3, 4, 5, 6, 7, 8});
+  const std::vector<uint8_t> payload(1000, 7);
+  // Two constants viewing the same bytes, two calls of one delegate.
+  ASSERT_OK_AND_ASSIGN(EtImport imported,
+                       ImportExecuTorchProgram(ConstantsProgram(bytes, payload, 8, {0, 0})));
+  const MethodDef& m = imported.methods[0];
+  ASSERT_EQ(m.nodes.size(), 2u);
+  const ValueDef& c0 = m.values[m.nodes[0].args[1]];
+  const ValueDef& c1 = m.values[m.nodes[1].args[1]];
+  EXPECT_EQ(c0.data.data(), c1.data.data());
+  EXPECT_EQ(std::vector<uint8_t>(c1.data.begin(), c1.data.end()), bytes);
+  EXPECT_EQ(m.nodes[0].payload.data(), m.nodes[1].payload.data());
+  EXPECT_EQ(std::vector<uint8_t>(m.nodes[1].payload.begin(), m.nodes[1].payload.end()), payload);
+  // One 64-byte slot for the constant, 1,024 bytes for the payload.
+  EXPECT_EQ(imported.constant_bytes, 64u + 1024u);
+  // Constants that overlap only in part are separate copies, each with its own bytes.
+  ASSERT_OK_AND_ASSIGN(EtImport shifted,
+                       ImportExecuTorchProgram(ConstantsProgram(bytes, payload, 4, {0, 8})));
+  const MethodDef& s = shifted.methods[0];
+  const ValueDef& d1 = s.values[s.nodes[1].args[1]];
+  EXPECT_EQ(std::vector<uint8_t>(d1.data.begin(), d1.data.end()),
+            std::vector<uint8_t>(bytes.begin() + 8, bytes.begin() + 24));
+}
+
+TEST(ExecuTorchImportCopiesTest, ConstantsOverlappingInPartAreRefusedBeforeTheyAreCopied) {
+  // Four 1 MiB constants 64 bytes apart: 4 MiB of copies (and 64 bytes of payload) from 1 MiB of
+  // bytes.
+  const int64_t n = 1 << 18;
+  const std::vector<uint8_t> bytes(n * sizeof(float) + 256, 1);
+  const std::vector<uint8_t> payload = {1, 2, 3, 4};
+  EXPECT_THAT(ImportExecuTorchProgram(ConstantsProgram(bytes, payload, n, {0, 64, 128, 192})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("would take 4194368 bytes once copied"),
+                             HasSubstr("they overlap in the file"))));
+  // Two of them fit in twice what they span.
+  EXPECT_OK(ImportExecuTorchProgram(ConstantsProgram(bytes, payload, n, {0, 64})).status());
+}
+
+TEST(ExecuTorchImportCopiesTest, AConstantCastTwiceIsFoldedOnce) {
+  // forward() = (float(c), float(c)) for an int64 constant c [2], by two _to_dim_order_copy calls.
+  const std::vector<int64_t> c = {3, -5};
+  const std::vector<uint8_t> c_bytes(reinterpret_cast<const uint8_t*>(c.data()),
+                                     reinterpret_cast<const uint8_t*>(c.data() + 2));
+  EtMethod m;
+  m.name = "forward";
+  EtValue constant = FloatTensor({2});
+  constant.tensor.scalar_type = 4;  // Long
+  constant.tensor.dtype = DType::kInt64;
+  constant.tensor.element_size = 8;
+  constant.tensor.byte_size = 16;
+  constant.tensor.data.kind = EtDataKind::kConstantBuffer;
+  constant.tensor.data.bytes = c_bytes;
+  EtValue non_blocking;
+  non_blocking.kind = EtValueKind::kBool;
+  EtValue none;
+  none.kind = EtValueKind::kNull;
+  m.values = {constant, non_blocking, none, FloatTensor({2}), FloatTensor({2})};
+  m.operators = {{"dim_order_ops::_to_dim_order_copy", "out"}};
+  m.instructions = {testing::KernelCall(0, {0, 1, 2, 3, 3}), testing::KernelCall(0, {0, 1, 2, 4, 4})};
+  m.outputs = {3, 4};
+  EtProgram p;
+  p.methods.push_back(std::move(m));
+  ASSERT_OK_AND_ASSIGN(EtImport imported, ImportExecuTorchProgram(p));
+  const MethodDef& def = imported.methods[0];
+  ASSERT_EQ(def.outputs.size(), 2u);
+  const ValueDef& first = def.values[def.outputs[0]];
+  const ValueDef& second = def.values[def.outputs[1]];
+  EXPECT_EQ(first.kind, ValueKind::kConstant);
+  EXPECT_EQ(second.kind, ValueKind::kConstant);
+  EXPECT_EQ(first.data.data(), second.data.data());
+  const std::vector<float> expected = {3.0f, -5.0f};
+  ASSERT_EQ(second.data.size(), sizeof(float) * 2);
+  std::vector<float> got(2);
+  std::memcpy(got.data(), second.data.data(), second.data.size());
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(imported.constant_bytes, 64u);
+}
+
+// forward(x): `calls` delegate calls, each passing x and one int list of `items` items.
+EtProgram ListProgram(const std::vector<uint8_t>& payload, int calls, int items) {
+  EtMethod m;
+  m.name = "forward";
+  EtValue list;
+  list.kind = EtValueKind::kIntList;
+  list.items.assign(items, 1);
+  m.values = {FloatTensor({2}), Int(3), list};
+  for (int k = 0; k < calls; ++k) {
+    m.values.push_back(FloatTensor({2}));
+    m.instructions.push_back(DelegateCall({0, 2, 3 + k}));
+  }
+  m.inputs = {0};
+  m.outputs = {3};
+  EtDelegate d;
+  d.backend_id = kBackendId;
+  d.payload = payload;
+  m.delegates = {d};
+  EtProgram p;
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
+TEST(ExecuTorchImportCopiesTest, AListEveryInstructionCopiesIsRefusedBeforeItIsCopiedEachTime) {
+  const std::vector<uint8_t> payload = {1, 2, 3, 4};
+  // Twice is what a program may need; each call's copy is a scalar argument of its node.
+  ASSERT_OK_AND_ASSIGN(EtImport twice, ImportExecuTorchProgram(ListProgram(payload, 2, 10000)));
+  const MethodDef& m = twice.methods[0];
+  ASSERT_EQ(m.nodes.size(), 2u);
+  EXPECT_EQ(m.values[m.nodes[1].args[1]].scalar.list.size(), 10000u);
+  // 1,000 calls of a 10,000-item list would copy 10 million items; the fifth copy goes over
+  // twice the method's list items plus 16 per instruction and 4,096.
+  EXPECT_THAT(ImportExecuTorchProgram(ListProgram(payload, 1000, 10000)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("instruction 4"), HasSubstr("value 2 has 10000 items"),
+                             HasSubstr("use its lists more often than a program needs"))));
+}
 
 }  // namespace
 }  // namespace ferry
