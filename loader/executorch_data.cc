@@ -7,7 +7,6 @@
 #include <string>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -265,7 +264,7 @@ class DataFileReader {
   absl::Status AddKey(absl::string_view what, const flatbuffers::String* key, EtDataEntry& entry) {
     if (key == nullptr) return Invalid(absl::StrCat(what, " has no key"));
     entry.key.assign(key->c_str(), key->size());
-    if (!keys_.insert(entry.key).second) {
+    if (!file_.index.try_emplace(entry.key, file_.entries.size()).second) {
       return Invalid(absl::StrCat(what, ": key ", Quoted(entry.key), " is given twice"));
     }
     return absl::OkStatus();
@@ -342,12 +341,16 @@ class DataFileReader {
   uint64_t flatbuffer_end_ = 0;
   const fb::DataFile* root_ = nullptr;
   const fb::LegacyDataFile* legacy_root_ = nullptr;
-  absl::flat_hash_set<std::string> keys_;
 };
 
 }  // namespace
 
 const EtDataEntry* EtDataFile::Find(absl::string_view key) const {
+  if (index.size() == entries.size()) {
+    auto it = index.find(key);
+    if (it == index.end()) return nullptr;
+    if (it->second < entries.size() && entries[it->second].key == key) return &entries[it->second];
+  }
   for (const EtDataEntry& entry : entries) {
     if (entry.key == key) return &entry;
   }

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -89,8 +90,11 @@ struct EtDataFile {
   uint32_t version = 0;
   std::vector<EtSegment> segments;
   std::vector<EtDataEntry> entries;  // in the file's order
+  // Key -> index in `entries`, made by the reader. Find scans `entries` instead when the index
+  // does not cover them (a file assembled by hand).
+  absl::flat_hash_map<std::string, size_t> index;
 
-  // The entry named `key`, or nullptr.
+  // The entry named `key`, or nullptr. O(1) through `index`.
   const EtDataEntry* Find(absl::string_view key) const;
 };
 

@@ -93,6 +93,25 @@ TEST(ExecuTorchDataFileTest, RealLinearPtdIsReadInItsOlderLayout) {
   EXPECT_EQ(data.Find("linear"), nullptr);
 }
 
+TEST(ExecuTorchDataFileTest, FindUsesTheReadersIndexAndScansAFileAssembledByHand) {
+  EtDataFile data;
+  for (const char* key : {"a", "b", "c"}) {
+    EtDataEntry entry;
+    entry.key = key;
+    data.entries.push_back(entry);
+  }
+  // No index: a scan.
+  ASSERT_NE(data.Find("b"), nullptr);
+  EXPECT_EQ(data.Find("b"), &data.entries[1]);
+  EXPECT_EQ(data.Find("d"), nullptr);
+  // An index that covers the entries is used; one that disagrees with them is not trusted.
+  data.index = {{"a", 0}, {"b", 1}, {"c", 2}};
+  EXPECT_EQ(data.Find("c"), &data.entries[2]);
+  EXPECT_EQ(data.Find("d"), nullptr);
+  data.index = {{"a", 2}, {"b", 1}, {"c", 0}};
+  EXPECT_EQ(data.Find("a"), &data.entries[0]);
+}
+
 TEST(ExecuTorchDataFileTest, CurrentLayoutNamedDataIsRead) {
   const std::vector<float> w = {1, 2, 3, 4, 5, 6};
   const std::vector<uint8_t> blob = {7, 8, 9};
