@@ -203,18 +203,62 @@ absl::Status MethodImpl::CheckCallerMemory() const {
         out.end - out.begin, what, index, io.name, reinterpret_cast<void*>(other.begin),
         other.end - other.begin));
   };
-  for (size_t o = 0; o < output_ranges_.size(); ++o) {
-    const CallerRange& out = output_ranges_[o];
-    if (out.empty()) continue;
-    for (size_t i = 0; i < input_ranges_.size(); ++i) {
-      if (out.Overlaps(input_ranges_[i])) {
-        return conflict(o, "input", i, plan_.inputs[i], input_ranges_[i]);
+  if (input_ranges_.size() + output_ranges_.size() <= kPairwiseRanges) {
+    for (size_t o = 0; o < output_ranges_.size(); ++o) {
+      const CallerRange& out = output_ranges_[o];
+      if (out.empty()) continue;
+      for (size_t i = 0; i < input_ranges_.size(); ++i) {
+        if (out.Overlaps(input_ranges_[i])) {
+          return conflict(o, "input", i, plan_.inputs[i], input_ranges_[i]);
+        }
+      }
+      for (size_t p = o + 1; p < output_ranges_.size(); ++p) {
+        if (out.Overlaps(output_ranges_[p])) {
+          return conflict(o, "output", p, plan_.outputs[p], output_ranges_[p]);
+        }
       }
     }
-    for (size_t p = o + 1; p < output_ranges_.size(); ++p) {
-      if (out.Overlaps(output_ranges_[p])) {
-        return conflict(o, "output", p, plan_.outputs[p], output_ranges_[p]);
-      }
+    return absl::OkStatus();
+  }
+  // Many inputs and outputs: one sweep over the ranges in address order, in scratch reserved at
+  // load (no allocation). A range that starts before the furthest end seen so far overlaps the
+  // range with that end; inputs may share memory with each other, so the furthest end is kept
+  // twice, over all ranges and over outputs only.
+  auto& ranges = range_scratch_;
+  ranges.clear();
+  for (size_t i = 0; i < input_ranges_.size(); ++i) {
+    if (!input_ranges_[i].empty()) ranges.push_back({input_ranges_[i], static_cast<int64_t>(i)});
+  }
+  for (size_t o = 0; o < output_ranges_.size(); ++o) {
+    if (!output_ranges_[o].empty()) ranges.push_back({output_ranges_[o], -static_cast<int64_t>(o) - 1});
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
+    return a.first.begin != b.first.begin ? a.first.begin < b.first.begin : a.second < b.second;
+  });
+  const std::pair<CallerRange, int64_t>* furthest = nullptr;         // over all ranges
+  const std::pair<CallerRange, int64_t>* furthest_output = nullptr;  // over outputs
+  auto report = [&](const std::pair<CallerRange, int64_t>& a,
+                    const std::pair<CallerRange, int64_t>& b) {
+    // `a` is an output; `b` an input or another output.
+    const size_t o = static_cast<size_t>(-a.second - 1);
+    if (b.second >= 0) {
+      const size_t i = static_cast<size_t>(b.second);
+      return conflict(o, "input", i, plan_.inputs[i], input_ranges_[i]);
+    }
+    const size_t p = static_cast<size_t>(-b.second - 1);
+    return conflict(o, "output", p, plan_.outputs[p], output_ranges_[p]);
+  };
+  for (const auto& r : ranges) {
+    const bool is_output = r.second < 0;
+    if (furthest_output != nullptr && r.first.begin < furthest_output->first.end) {
+      return report(*furthest_output, r);
+    }
+    if (is_output && furthest != nullptr && r.first.begin < furthest->first.end) {
+      return report(r, *furthest);
+    }
+    if (furthest == nullptr || r.first.end > furthest->first.end) furthest = &r;
+    if (is_output && (furthest_output == nullptr || r.first.end > furthest_output->first.end)) {
+      furthest_output = &r;
     }
   }
   return absl::OkStatus();

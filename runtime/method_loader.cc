@@ -125,6 +125,7 @@ class MethodLoader {
     impl_.input_set_.assign(m_.inputs.size(), false);
     impl_.input_ranges_.assign(m_.inputs.size(), CallerRange{});
     impl_.output_ranges_.assign(m_.outputs.size(), CallerRange{});
+  impl_.range_scratch_.reserve(m_.inputs.size() + m_.outputs.size());
     impl_.plan_.timings.materialization_us = MicrosSince(materialize_start) - planning_us_;
     return absl::OkStatus();
   }

@@ -157,6 +157,10 @@ class MethodImpl {
   std::vector<bool> input_set_;
   std::vector<CallerRange> input_ranges_;   // per input
   std::vector<CallerRange> output_ranges_;  // per output: the caller's buffer, if bound
+  // Up to this many inputs and outputs, CheckCallerMemory compares every pair; above, it sorts
+  // the bound ranges into this scratch, reserved at load for all of them.
+  static constexpr size_t kPairwiseRanges = 16;
+  mutable std::vector<std::pair<CallerRange, int64_t>> range_scratch_;  // input i, output -(o+1)
   bool any_output_bound_ = false;
   bool last_execute_failed_ = false;
 };

@@ -398,6 +398,65 @@ TEST(CallerBuffers, OutputOfInPlaceWritesIsWrittenIntoTheCallersBuffer) {
   EXPECT_EQ(xv, (std::vector<float>{-0.5f, 2.5f, -2.5f, 4.5f}));
 }
 
+// forward(x) with `n` outputs, output k = relu(x) for even k, neg(x) for odd k; x float32 [2, 2].
+std::unique_ptr<Program> ManyOutputsProgram(int n) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {2, 2});
+  for (int k = 0; k < n; ++k) m.Output(m.Op(k % 2 == 0 ? "relu" : "neg", {x}));
+  return std::move(Program::FromBytes(std::move(pb.Build()).value())).value();
+}
+
+// With more inputs and outputs than are compared pairwise, overlaps are found by a sweep in
+// address order: every kind of overlap is still refused, naming both, and separate buffers run.
+TEST(CallerBuffers, OverlapsAmongManyOutputsAreFound) {
+  constexpr int kOutputs = 24;
+  std::unique_ptr<Program> program = ManyOutputsProgram(kOutputs);
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {-1, 2, -3, 4, 0, 0, 0, 0};  // the input is the first four
+  std::vector<float> out(4 * kOutputs, 0.0f);
+  ASSERT_OK(method->SetInput(0, View(x)));
+  auto bind = [&](int k, float* data) {
+    return method->SetOutputBuffer(k, TensorView::Host(DType::kFloat32, {2, 2}, data));
+  };
+  for (int k = 0; k < kOutputs; ++k) ASSERT_OK(bind(k, out.data() + 4 * k));
+  ASSERT_OK(method->Execute());
+  for (int k = 0; k < kOutputs; ++k) {
+    const std::vector<float> expected =
+        k % 2 == 0 ? std::vector<float>{0, 2, 0, 4} : std::vector<float>{1, -2, 3, -4};
+    EXPECT_EQ(std::vector<float>(out.begin() + 4 * k, out.begin() + 4 * k + 4), expected) << k;
+  }
+  // Output 17 on the input, then starting inside it.
+  ASSERT_OK(bind(17, x.data()));
+  EXPECT_THAT(method->Execute(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("output 17"), HasSubstr("input 0 (\"x\")"))));
+  ASSERT_OK(bind(17, x.data() + 2));
+  EXPECT_THAT(method->Execute(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("output 17"), HasSubstr("input 0 (\"x\")"),
+                             HasSubstr("Nothing was run"))));
+  ASSERT_OK(bind(17, out.data() + 4 * 17));
+  // Output 12 half over output 3 (and 3 over nothing else).
+  ASSERT_OK(bind(12, out.data() + 4 * 3 + 2));
+  EXPECT_THAT(method->Execute(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("output 3"), HasSubstr("output 12"))));
+  // Output 0 inside the furthest-reaching output range seen before it in address order: the last
+  // output, made to span everything below the others' buffers.
+  std::vector<float> wide(4 * kOutputs + 8, 0.0f);
+  ASSERT_OK(bind(12, out.data() + 4 * 12));
+  ASSERT_OK(method->SetOutputBuffer(kOutputs - 1, TensorView::Host(DType::kFloat32, {2, 2}, wide.data())));
+  ASSERT_OK(bind(0, wide.data() + 2));
+  EXPECT_THAT(method->Execute(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("output 0"), HasSubstr("output 23"))));
+  ASSERT_OK(bind(0, out.data()));
+  ASSERT_OK(bind(kOutputs - 1, out.data() + 4 * (kOutputs - 1)));
+  ASSERT_OK(method->Execute());
+}
+
 TEST(CallerBuffers, FreedDeviceMemoryIsNamedAsFreed) {
   ProgramBuilder pb;
   MethodBuilder& m = pb.AddMethod("forward");
