@@ -97,7 +97,11 @@ class Backend {
 // The built-in graph backend ("graph"): its payload is a serialized Ferry program whose method
 // "main" takes the delegate's arguments and returns its results; it runs that sub-graph with the
 // registered host kernels on the host and on sim devices (inside the device scope), and with the
-// CUDA kernels of kernels/cuda/ on CUDA devices when Ferry is built with CUDA.
+// CUDA kernels of kernels/cuda/ on CUDA devices when Ferry is built with CUDA. Calls whose
+// payloads have the same bytes share one parsed sub-program and, per device, one copy of its
+// constants. A sub-graph op that writes in place may write only scratch values and the inputs
+// whose arguments the call declares written (DelegateInit::written_args); a write to a constant
+// or to an undeclared input is refused at init with InvalidArgument naming the sub-graph node.
 std::unique_ptr<Backend> MakeGraphBackend();
 
 // A stand-in named `name` for a backend nobody registered, so that a method can be planned

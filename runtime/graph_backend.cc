@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ferry/kernels/device_kernels.h"
@@ -35,9 +36,17 @@ bool SameLayout(const TensorRef& a, const TensorRef& b) {
   return true;
 }
 
+// A sub-program's constants on one device, shared by the instances of that program there (the
+// sub-graph never writes them: Compile refuses an in-place write to a constant).
+struct DeviceConstants {
+  std::shared_ptr<const Program> program;  // keeps the key's program alive while in the cache
+  DeviceBuffer buffer;
+};
+
 // Verified sub-programs, shared by every instance whose payload has the same bytes: a method
-// built from repeated layers carries one payload many times, and it is verified and parsed once.
-// An entry lives as long as some instance holds its program; keys view the program's own bytes.
+// built from repeated layers carries one payload many times, and it is verified and parsed once,
+// and its constants are copied to each device once. An entry lives as long as some instance
+// holds it; keys view the program's own bytes.
 class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
  public:
   absl::StatusOr<std::shared_ptr<const Program>> Get(absl::Span<const uint8_t> payload) {
@@ -70,7 +79,47 @@ class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
     return program;
   }
 
+  // `program`'s constants on `runtime`, made by `make` (allocation and copies) when no instance
+  // holds them there.
+  absl::StatusOr<std::shared_ptr<const DeviceConstants>> Constants(
+      const std::shared_ptr<const Program>& program, DeviceRuntime* runtime,
+      absl::FunctionRef<absl::StatusOr<DeviceBuffer>()> make) {
+    const ConstantsKey key(program.get(), runtime);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = constants_.find(key); it != constants_.end()) {
+        if (std::shared_ptr<const DeviceConstants> c = it->second.first.lock()) return c;
+      }
+    }
+    auto made = std::make_unique<DeviceConstants>();
+    made->program = program;
+    FERRY_ASSIGN_OR_RETURN(made->buffer, make());
+    std::weak_ptr<ProgramCache> cache = weak_from_this();
+    const DeviceConstants* id = made.get();
+    std::shared_ptr<const DeviceConstants> shared(made.release(), [cache, key, id](const DeviceConstants* c) {
+      if (std::shared_ptr<ProgramCache> self = cache.lock()) self->EraseConstants(key, id);
+      delete c;
+    });
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = constants_.find(key);
+    if (it != constants_.end()) {
+      // Another thread made them meanwhile: share those (ours are dropped after the lock).
+      if (std::shared_ptr<const DeviceConstants> other = it->second.first.lock()) return other;
+      constants_.erase(it);
+    }
+    constants_.emplace(key, std::make_pair(std::weak_ptr<const DeviceConstants>(shared), id));
+    return shared;
+  }
+
  private:
+  using ConstantsKey = std::pair<const Program*, DeviceRuntime*>;
+
+  void EraseConstants(const ConstantsKey& key, const DeviceConstants* id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = constants_.find(key);
+    if (it != constants_.end() && it->second.second == id) constants_.erase(it);
+  }
+
   // Called by a program's deleter, before the program (and the bytes `key` views) is freed.
   void Erase(absl::string_view key) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -81,6 +130,9 @@ class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
 
   std::mutex mu_;
   absl::flat_hash_map<absl::string_view, std::weak_ptr<const Program>> programs_;
+  absl::flat_hash_map<ConstantsKey,
+                      std::pair<std::weak_ptr<const DeviceConstants>, const DeviceConstants*>>
+      constants_;
 };
 
 class GraphInstance : public DelegateInstance {
@@ -102,7 +154,7 @@ class GraphInstance : public DelegateInstance {
     }
     FERRY_ASSIGN_OR_RETURN(g->program_, cache.Get(init.payload));
     FERRY_ASSIGN_OR_RETURN(const MethodDef* main, g->program_->method("main"));
-    FERRY_RETURN_IF_ERROR(g->Compile(*main, init));
+    FERRY_RETURN_IF_ERROR(g->Compile(*main, init, cache));
     return g;
   }
 
@@ -152,7 +204,7 @@ class GraphInstance : public DelegateInstance {
         "; a device delegate was handed host memory or memory of another device"));
   }
 
-  absl::Status Compile(const MethodDef& main, const DelegateInit& init) {
+  absl::Status Compile(const MethodDef& main, const DelegateInit& init, ProgramCache& cache) {
     const OpRegistry& ops = *init.ops;
     // Arguments: every tensor argument of the call is an input of "main", in order.
     std::vector<int32_t> tensor_args;
@@ -213,14 +265,23 @@ class GraphInstance : public DelegateInstance {
       constant_bytes += value.data.size();
     }
     if (constant_bytes > 0) {
-      FERRY_ASSIGN_OR_RETURN(constants_, DeviceBuffer::Allocate(*init.device_runtime,
-                                                                constant_bytes, kAlignment));
+      // Made once per device and shared by every instance of this sub-program there.
+      auto make = [&]() -> absl::StatusOr<DeviceBuffer> {
+        FERRY_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(*init.device_runtime,
+                                                                           constant_bytes,
+                                                                           kAlignment));
+        for (const auto& [v, offset] : constants) {
+          FERRY_RETURN_IF_ERROR(init.device_runtime->CopyHostToDevice(
+              static_cast<char*>(buffer.data()) + offset, main.values[v].data.data(),
+              main.values[v].data.size()));
+        }
+        FERRY_RETURN_IF_ERROR(init.device_runtime->Synchronize());
+        return buffer;
+      };
+      FERRY_ASSIGN_OR_RETURN(constants_, cache.Constants(program_, init.device_runtime, make));
       for (const auto& [v, offset] : constants) {
-        refs_[v].data = static_cast<char*>(constants_.data()) + offset;
-        FERRY_RETURN_IF_ERROR(init.device_runtime->CopyHostToDevice(
-            refs_[v].data, main.values[v].data.data(), main.values[v].data.size()));
+        refs_[v].data = static_cast<char*>(constants_->buffer.data()) + offset;
       }
-      FERRY_RETURN_IF_ERROR(init.device_runtime->Synchronize());
     }
     // Nodes: host ops only. Functional results are planned in scratch, or written straight into
     // the call's result when they are returned.
@@ -238,6 +299,10 @@ class GraphInstance : public DelegateInstance {
     }
     std::vector<int32_t> alias_root(main.values.size());
     for (size_t v = 0; v < main.values.size(); ++v) alias_root[v] = static_cast<int32_t>(v);
+    std::vector<int32_t> input_of(main.values.size(), -1);  // per value: its input index, or -1
+    for (size_t i = 0; i < main.inputs.size(); ++i) {
+      if (input_of[main.inputs[i]] < 0) input_of[main.inputs[i]] = static_cast<int32_t>(i);
+    }
     std::vector<bool> is_view(main.values.size(), false);
     std::vector<std::vector<internal::ViewFixup>> pending_views(main.nodes.size());
     struct NodeRefs {
@@ -272,6 +337,27 @@ class GraphInstance : public DelegateInstance {
       for (ValueId r : node.results) declared.push_back(&main.values[r].meta);
       std::vector<InferredResult> inferred;
       FERRY_RETURN_IF_ERROR(internal::InferAndCheck(*schema, nr.args, declared, &inferred, ctx));
+      // In-place writes: never to a constant (instances share them, and a call must not change
+      // what the next one reads), and to an input only where the call declares that argument
+      // written (anything else would change a value the caller's plan holds unchanged).
+      for (int a : schema->written_args) {
+        const ValueId root = alias_root[node.args[a]];
+        if (main.values[root].kind == ValueKind::kConstant) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              ctx(), ": writes in place to sub-graph constant \"", main.values[root].name,
+              "\"; constants are read-only"));
+        }
+        if (input_of[root] >= 0) {
+          const int32_t arg = arg_of_input_[input_of[root]];
+          if (std::find(init.written_args.begin(), init.written_args.end(), arg) ==
+              init.written_args.end()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                ctx(), ": writes in place to sub-graph input ", input_of[root], " (argument ", arg,
+                "), but the call does not declare argument ", arg,
+                " written; declare it in the delegate node's written_args"));
+          }
+        }
+      }
       for (size_t r = 0; r < node.results.size(); ++r) {
         ValueId v = node.results[r];
         refs_[v] = inferred[r].layout;
@@ -384,7 +470,7 @@ class GraphInstance : public DelegateInstance {
   std::vector<std::pair<ValueId, int32_t>> copied_outputs_;
   size_t scratch_bytes_ = 0;
   DelegateSignature signature_;
-  DeviceBuffer constants_;
+  std::shared_ptr<const DeviceConstants> constants_;
   internal::HostStepTables tables_;
   KernelFn copy_kernel_ = nullptr;
   OpArg copy_args_[2];

@@ -1,6 +1,7 @@
 // The graph backend shares one verified sub-program among delegates whose payloads have the same
-// bytes. Sharing must never mix up payloads, must not outlive the instances that use a program,
-// and must not remember a payload that failed to load.
+// bytes, and its constants per device. Sharing must never mix up payloads, must not outlive the
+// instances that use a program, and must not remember a payload that failed to load; a sub-graph
+// may not write its constants or undeclared arguments in place.
 #include <memory>
 #include <vector>
 
@@ -8,12 +9,15 @@
 #include "gtest/gtest.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
+#include "ferry/memory/status_macros.h"
+#include "ferry/runtime/backend.h"
 #include "ferry/runtime/runtime.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry::testing {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -43,6 +47,95 @@ std::vector<float> RunLayers(const Runtime& rt, const Program& program, std::vec
   EXPECT_OK((*method)->Execute());
   const float* out = (*method)->Output(0).data_as<float>();
   return std::vector<float>(out, out + 4);
+}
+
+// forward(x) = delegate(... delegate(x)), `layers` calls on cuda:0 of one payload whose "main"
+// adds a constant of `elements` floats (1.0) carried in the payload.
+std::vector<uint8_t> ConstantLayers(int layers, int64_t elements) {
+  ProgramBuilder sub;
+  MethodBuilder& g = sub.AddMethod("main");
+  const ValueId in = g.Input("x", DType::kFloat32, {elements});
+  g.Output(g.Op("add", {in, g.ConstantF32("c", {elements}, std::vector<float>(elements, 1.0f))}));
+  const std::vector<uint8_t> payload = std::move(sub.Build()).value();
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId v = m.Input("x", DType::kFloat32, {elements});
+  for (int i = 0; i < layers; ++i) {
+    v = m.Delegate(kGraphBackendName, "cuda:0", payload, {v},
+                   {TensorMeta{DType::kFloat32, {elements}, {}}})[0];
+  }
+  m.Output(v);
+  return std::move(pb.Build()).value();
+}
+
+TEST(GraphBackendTest, ASubProgramsConstantsAreCopiedToADeviceOnce) {
+  // 40 layers with a 1 MiB constant each on a 12 MiB device: 40 MiB if every instance copied
+  // its own, 1 MiB shared (plus the arena the chain's results take).
+  constexpr int kLayers = 40;
+  constexpr int64_t kElements = 1 << 18;
+  auto program = std::move(Program::FromBytes(ConstantLayers(kLayers, kElements))).value();
+  RuntimeOptions options;
+  options.sim_device_bytes = size_t{12} << 20;
+  Runtime rt(options);
+  auto loaded = rt.LoadMethod(*program, "forward");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto method = *std::move(loaded);
+  std::vector<float> x(kElements, 0.5f);
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {kElements}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* out = method->Output(0).data_as<float>();
+  EXPECT_EQ(out[0], 0.5f + kLayers);
+  EXPECT_EQ(out[kElements - 1], 0.5f + kLayers);
+  // A second call reads the same constants: nothing wrote them.
+  ASSERT_OK(method->Execute());
+  EXPECT_EQ(method->Output(0).data_as<float>()[0], 0.5f + kLayers);
+}
+
+// A payload whose "main" adds a constant (2.0) to its float32 [4] input: in place into the
+// input when `write_input`, else into the constant.
+std::vector<uint8_t> InPlacePayload(bool write_input) {
+  ProgramBuilder pb;
+  MethodBuilder& g = pb.AddMethod("main");
+  const ValueId x = g.Input("x", DType::kFloat32, {4});
+  const ValueId c = g.ConstantF32("c", {4}, {2, 2, 2, 2});
+  g.Output(write_input ? g.Op("add_", {x, c}) : g.Op("add_", {c, x}));
+  return std::move(pb.Build()).value();
+}
+
+absl::StatusOr<std::unique_ptr<Program>> InPlaceProgram(bool write_input,
+                                                        std::vector<int32_t> written_args) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  const ValueId t = m.Op("relu", {m.Input("x", DType::kFloat32, {4})});
+  DelegateOptions options;
+  options.name = "in_place";
+  options.written_args = std::move(written_args);
+  m.Output(m.Delegate(kGraphBackendName, "cpu", InPlacePayload(write_input), {t},
+                      {TensorMeta{DType::kFloat32, {4}, {}}}, options)[0]);
+  FERRY_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, pb.Build());
+  return Program::FromBytes(bytes);
+}
+
+TEST(GraphBackendTest, InPlaceWritesToConstantsOrUndeclaredArgumentsAreRefused) {
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(auto to_constant, InPlaceProgram(/*write_input=*/false, {}));
+  EXPECT_THAT(rt.LoadMethod(*to_constant, "forward"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("in_place"), HasSubstr("sub-graph node 0"),
+                             HasSubstr("writes in place to sub-graph constant \"c\""))));
+  ASSERT_OK_AND_ASSIGN(auto undeclared, InPlaceProgram(/*write_input=*/true, {}));
+  EXPECT_THAT(rt.LoadMethod(*undeclared, "forward"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("writes in place to sub-graph input 0 (argument 0)"),
+                             HasSubstr("does not declare argument 0 written"))));
+  // Declared, it runs: relu(x) + 2, written through the argument.
+  ASSERT_OK_AND_ASSIGN(auto declared, InPlaceProgram(/*write_input=*/true, {0}));
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*declared, "forward"));
+  std::vector<float> x = {-1, 2, -3, 4};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* out = method->Output(0).data_as<float>();
+  EXPECT_THAT(std::vector<float>(out, out + 4), ElementsAre(2, 4, 2, 6));
 }
 
 TEST(GraphBackendTest, IdenticalPayloadsAreSharedWithoutMixingUpOps) {
