@@ -4,7 +4,10 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 
 namespace ferry {
 
@@ -35,13 +38,34 @@ class Auditor {
   Auditor(const MethodDef& m, const PlacementPlan& plan,
           const absl::flat_hash_map<Device, Device>& device_map)
       : m_(m), plan_(plan), device_map_(device_map), producer_(m.values.size(), -1) {
+    // Each pass below looks things up through these indexes, built once: the audit is linear in
+    // the method's size, not in the product of its copies, annotations and nodes.
+    const size_t nv = m_.values.size();
+    reader_begin_.assign(nv + 1, 0);
     for (size_t n = 0; n < m_.nodes.size(); ++n) {
       for (ValueId r : m_.nodes[n].results) {
-        if (r >= 0 && static_cast<size_t>(r) < producer_.size() && producer_[r] < 0) {
-          producer_[r] = static_cast<int32_t>(n);
-        }
+        if (InRange(r) && producer_[r] < 0) producer_[r] = static_cast<int32_t>(n);
       }
+      ForEachRead(static_cast<int32_t>(n), [&](ValueId a) { ++reader_begin_[a + 1]; });
     }
+    for (size_t v = 0; v < nv; ++v) reader_begin_[v + 1] += reader_begin_[v];
+    readers_.resize(reader_begin_[nv]);
+    std::vector<size_t> next(reader_begin_.begin(), reader_begin_.end() - 1);
+    for (size_t n = 0; n < m_.nodes.size(); ++n) {
+      ForEachRead(static_cast<int32_t>(n),
+                  [&](ValueId a) { readers_[next[a]++] = static_cast<int32_t>(n); });
+    }
+    for (const ExporterCopy& e : m_.exporter_copies) {
+      exporter_copied_.insert(e.value);
+      exporter_copies_.insert({e.value, e.to_device});
+    }
+    for (const CopyStep& c : plan_.copies) {
+      if (IsCrossing(c)) plan_crossings_.insert({c.value, c.direction == CopyDirection::kHostToDevice});
+    }
+    for (size_t i = 0; i < m_.exporter_arenas.size(); ++i) {
+      arena_index_.try_emplace(m_.exporter_arenas[i].memory_id, i);
+    }
+    for (size_t i = 0; i < m_.inputs.size(); ++i) input_index_.try_emplace(m_.inputs[i], i);
   }
 
   std::vector<AuditFinding> Run() {
@@ -56,10 +80,6 @@ class Auditor {
   static bool IsCrossing(const CopyStep& c) {
     return c.direction == CopyDirection::kHostToDevice ||
            c.direction == CopyDirection::kDeviceToHost;
-  }
-  static bool Matches(const CopyStep& c, const ExporterCopy& e) {
-    return c.value == e.value && (c.direction == CopyDirection::kHostToDevice) == e.to_device &&
-           IsCrossing(c);
   }
 
   int32_t InstructionOf(int32_t node) const {
@@ -96,9 +116,22 @@ class Auditor {
   int32_t Producer(ValueId v) const {
     return v >= 0 && static_cast<size_t>(v) < producer_.size() ? producer_[v] : -1;
   }
-  bool Reads(int32_t n, ValueId v) const {
-    const ValueIds& a = m_.nodes[n].args;
-    return std::find(a.begin(), a.end(), v) != a.end();
+  bool InRange(ValueId v) const { return v >= 0 && static_cast<size_t>(v) < m_.values.size(); }
+  // Calls `f` once per distinct value node `n` reads.
+  template <typename F>
+  void ForEachRead(int32_t n, F f) const {
+    const ValueIds& args = m_.nodes[n].args;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (InRange(args[i]) && std::find(args.begin(), args.begin() + i, args[i]) == args.begin() + i) {
+        f(args[i]);
+      }
+    }
+  }
+  // The nodes that read `v`, in node order.
+  absl::Span<const int32_t> Readers(ValueId v) const {
+    if (!InRange(v)) return {};
+    return absl::MakeConstSpan(readers_).subspan(reader_begin_[v],
+                                                 reader_begin_[v + 1] - reader_begin_[v]);
   }
 
   void Add(AuditFinding::Kind kind, int32_t instruction, ValueId value, std::string what) {
@@ -110,19 +143,17 @@ class Auditor {
   // Copies the exporter made: each must be one Ferry's plan makes too.
   void ExporterCopies() {
     for (const ExporterCopy& e : m_.exporter_copies) {
-      if (std::any_of(plan_.copies.begin(), plan_.copies.end(),
-                      [&](const CopyStep& c) { return Matches(c, e); })) {
-        continue;
-      }
+      if (plan_crossings_.contains({e.value, e.to_device})) continue;
       const char* op = e.to_device ? "et_copy::_h2d_copy.out" : "et_copy::_d2h_copy.out";
       const std::string copy = absl::StrCat("(", op, ") the exporter copies ", Value(e.value),
                                             e.to_device ? " to a device" : " to the host");
       // A copy into (h2d) or out of (d2h) a delegate whose target is the host itself.
       int32_t cpu_delegate = -1;
       if (e.to_device) {
-        for (size_t n = 0; n < m_.nodes.size() && cpu_delegate < 0; ++n) {
-          if (IsCpuDelegate(static_cast<int32_t>(n)) && Reads(static_cast<int32_t>(n), e.value)) {
-            cpu_delegate = static_cast<int32_t>(n);
+        for (int32_t n : Readers(e.value)) {
+          if (IsCpuDelegate(n)) {
+            cpu_delegate = n;
+            break;
           }
         }
       } else {
@@ -144,8 +175,7 @@ class Auditor {
   void FerryCopies() {
     for (const CopyStep& c : plan_.copies) {
       if (!IsCrossing(c)) continue;
-      if (std::any_of(m_.exporter_copies.begin(), m_.exporter_copies.end(),
-                      [&](const ExporterCopy& e) { return Matches(c, e); })) {
+      if (exporter_copies_.contains({c.value, c.direction == CopyDirection::kHostToDevice})) {
         continue;
       }
       const bool h2d = c.direction == CopyDirection::kHostToDevice;
@@ -156,9 +186,12 @@ class Auditor {
       // The node the copy is for: the one it feeds, or (a copy made once at load) the first
       // node on its destination that reads the value.
       int32_t reader = c.node;
-      for (size_t n = 0; n < m_.nodes.size() && reader < 0; ++n) {
-        if (plan_.nodes[n].device == c.dst_device && Reads(static_cast<int32_t>(n), c.value)) {
-          reader = static_cast<int32_t>(n);
+      if (reader < 0) {
+        for (int32_t n : Readers(c.value)) {
+          if (plan_.nodes[n].device == c.dst_device) {
+            reader = n;
+            break;
+          }
         }
       }
       if (h2d && reader >= 0 && m_.values[c.value].kind == ValueKind::kConstant &&
@@ -187,14 +220,10 @@ class Auditor {
     for (const ExporterDevice& a : m_.exporter_devices) {
       // A value the exporter copies: its readers may read the copy, which the copies' findings
       // cover.
-      if (std::any_of(m_.exporter_copies.begin(), m_.exporter_copies.end(),
-                      [&](const ExporterCopy& e) { return e.value == a.value; })) {
-        continue;
-      }
+      if (exporter_copied_.contains(a.value)) continue;
       const Device annotated = Used(a.device);
-      for (size_t n = 0; n < m_.nodes.size(); ++n) {
-        const int32_t node = static_cast<int32_t>(n);
-        if (!Reads(node, a.value) || plan_.nodes[n].device == annotated) continue;
+      for (int32_t node : Readers(a.value)) {
+        if (plan_.nodes[node].device == annotated) continue;
         Add(AuditFinding::Kind::kDeviceMismatch, InstructionOf(node), a.value,
             absl::StrCat(Value(a.value), " is annotated on ", Declared(a.device), " but read by ",
                          Node(node)));
@@ -206,18 +235,16 @@ class Auditor {
   void ArenaDevices() {
     for (const ExporterAllocation& a : m_.exporter_allocations) {
       if (a.value < 0 || static_cast<size_t>(a.value) >= plan_.value_homes.size()) continue;
-      const auto arena =
-          std::find_if(m_.exporter_arenas.begin(), m_.exporter_arenas.end(),
-                       [&](const ExporterArena& e) { return e.memory_id == a.memory_id; });
-      if (arena == m_.exporter_arenas.end()) continue;
+      const auto found = arena_index_.find(a.memory_id);
+      if (found == arena_index_.end()) continue;
+      const ExporterArena* arena = &m_.exporter_arenas[found->second];
       const Device& home = plan_.value_homes[a.value];
       if (Used(arena->device) == home) continue;
       // The instruction that writes the value names it; an input says which one it is.
       const int32_t producer = Producer(a.value);
       std::string input;
-      if (const auto it = std::find(m_.inputs.begin(), m_.inputs.end(), a.value);
-          producer < 0 && it != m_.inputs.end()) {
-        input = absl::StrCat(" (method input ", it - m_.inputs.begin(), ")");
+      if (const auto it = input_index_.find(a.value); producer < 0 && it != input_index_.end()) {
+        input = absl::StrCat(" (method input ", it->second, ")");
       }
       Add(AuditFinding::Kind::kArenaDeviceMismatch, InstructionOf(producer), a.value,
           absl::StrCat(Value(a.value), input, " is planned in the exporter's arena ", a.memory_id,
@@ -230,6 +257,13 @@ class Auditor {
   const PlacementPlan& plan_;
   const absl::flat_hash_map<Device, Device>& device_map_;
   std::vector<int32_t> producer_;  // per value, the first node that writes it as a result, or -1
+  std::vector<size_t> reader_begin_;  // per value: where its readers start in readers_
+  std::vector<int32_t> readers_;      // the nodes reading each value, in node order
+  absl::flat_hash_set<ValueId> exporter_copied_;                 // values the exporter copies
+  absl::flat_hash_set<std::pair<ValueId, bool>> exporter_copies_;  // (value, to a device)
+  absl::flat_hash_set<std::pair<ValueId, bool>> plan_crossings_;   // (value, to a device)
+  absl::flat_hash_map<uint32_t, size_t> arena_index_;  // memory_id -> its first exporter arena
+  absl::flat_hash_map<ValueId, size_t> input_index_;   // value -> its first input position
   std::vector<AuditFinding> findings_;
 };
 
