@@ -65,6 +65,12 @@ class MethodImporter {
     size_t list_items = 0;
     for (const EtValue& value : et_.values) list_items += value.items.size();
     list_budget_ = 2 * list_items + 16 * et_.instructions.size() + 4096;
+    // Each delegate call copies its delegate's backend id (into the node's name and backend) and
+    // compile specs: a delegate with large specs called by every instruction would take the
+    // specs' size times the instructions.
+    size_t delegate_bytes = 0;
+    for (const EtDelegate& d : et_.delegates) delegate_bytes += DelegateCallBytes(d);
+    delegate_budget_ = 2 * delegate_bytes + 64 * et_.instructions.size() + (size_t{1} << 20);
     FERRY_RETURN_IF_ERROR(AddInputs());
     for (size_t i = 0; i < et_.instructions.size(); ++i) {
       instruction_ = static_cast<int>(i);
@@ -222,6 +228,14 @@ class MethodImporter {
   absl::Status ImportDelegateCall(const EtInstruction& instruction) {
     const EtDelegate& d = et_.delegates[instruction.delegate_index];
     op_name_ = absl::StrCat("delegate call to backend \"", d.backend_id, "\"");
+    const size_t copied = DelegateCallBytes(d);
+    if (copied > delegate_budget_) {
+      return Invalid(absl::StrCat(
+          "delegate ", instruction.delegate_index, " (", copied, " bytes of backend id and compile "
+          "specs, copied into each call's node): the method's instructions call its delegates more "
+          "often than a program needs"));
+    }
+    delegate_budget_ -= copied;
     if (d.backend_id.empty()) return Invalid("the delegate has no backend id");
     const std::vector<int32_t>& list = instruction.args;
     size_t first_result = list.size();
@@ -508,6 +522,14 @@ class MethodImporter {
     value.kind = ValueKind::kScalar;
     value.scalar = std::move(s);
     return Add(std::move(value));
+  }
+
+  // What one call of delegate `d` copies into its node: the backend id twice (name and backend)
+  // and the compile specs.
+  static size_t DelegateCallBytes(const EtDelegate& d) {
+    size_t bytes = 2 * d.backend_id.size();
+    for (const auto& [key, value] : d.compile_specs) bytes += key.size() + value.size();
+    return bytes;
   }
 
   // Charges the copy of list value `v` to the method's list budget.
@@ -1017,6 +1039,7 @@ class MethodImporter {
   MethodDef def_;
   std::vector<ValueId> latest_;  // per ExecuTorch value: its Ferry value now, or -1
   size_t list_budget_ = 0;       // list items the method's instructions may still copy
+  size_t delegate_budget_ = 0;   // bytes the method's delegate calls may still copy
   int instruction_ = -1;
   std::string op_name_;
 };

@@ -463,5 +463,24 @@ TEST(ExecuTorchImportCopiesTest, AListEveryInstructionCopiesIsRefusedBeforeItIsC
                              HasSubstr("use its lists more often than a program needs"))));
 }
 
+TEST(ExecuTorchImportCopiesTest, ADelegateWithLargeSpecsCalledByEveryInstructionIsRefused) {
+  const std::vector<uint8_t> payload = {1, 2, 3, 4};
+  auto with_specs = [&](int calls) {
+    EtProgram p = ListProgram(payload, calls, 2);
+    p.methods[0].delegates[0].compile_specs.emplace_back("blob", std::string(100000, 'x'));
+    return p;
+  };
+  // A few calls copy the specs into each node.
+  ASSERT_OK_AND_ASSIGN(EtImport few, ImportExecuTorchProgram(with_specs(3)));
+  ASSERT_EQ(few.methods[0].nodes.size(), 3u);
+  EXPECT_EQ(few.methods[0].nodes[2].CompileSpec("blob")->size(), 100000u);
+  // 1,000 calls would copy 100 MB of specs.
+  EXPECT_THAT(ImportExecuTorchProgram(with_specs(1000)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("delegate call to backend"),
+                             HasSubstr("delegate 0 (100038 bytes of backend id and compile specs"),
+                             HasSubstr("call its delegates more often than a program needs"))));
+}
+
 }  // namespace
 }  // namespace ferry
