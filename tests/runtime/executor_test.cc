@@ -69,6 +69,17 @@ void BuildBusyMethod(ProgramBuilder& pb) {
   m.Output(u);
 }
 
+// Ten calls of a warm method: all succeed and none allocates.
+void ExpectExecuteAllocatesNothing(Method& method) {
+  g_allocations = 0;
+  g_counting = true;
+  absl::Status s;
+  for (int i = 0; i < 10; ++i) s.Update(method.Execute());
+  g_counting = false;
+  ASSERT_OK(s);
+  EXPECT_EQ(g_allocations.load(), 0);
+}
+
 TEST(Executor, ExecuteAllocatesNothing) {
   ProgramBuilder pb;
   BuildBusyMethod(pb);
@@ -76,13 +87,7 @@ TEST(Executor, ExecuteAllocatesNothing) {
   ASSERT_OK_AND_ASSIGN(auto method, h.Load());
   ASSERT_OK(h.BindInputs(*method));
   ASSERT_OK(method->Execute());  // warm
-  g_allocations = 0;
-  g_counting = true;
-  absl::Status s;
-  for (int i = 0; i < 10; ++i) s.Update(method->Execute());
-  g_counting = false;
-  ASSERT_OK(s);
-  EXPECT_EQ(g_allocations.load(), 0);
+  ExpectExecuteAllocatesNothing(*method);
   // The counter does count: a load allocates.
   g_allocations = 0;
   g_counting = true;
@@ -142,13 +147,7 @@ TEST(Executor, ExecuteWithManyBoundOutputsAllocatesNothing) {
     ASSERT_OK(method->SetOutputBuffer(k, TensorView::Host(DType::kFloat32, {4}, out.data() + 4 * k)));
   }
   ASSERT_OK(method->Execute());  // warm
-  g_allocations = 0;
-  g_counting = true;
-  absl::Status s;
-  for (int i = 0; i < 10; ++i) s.Update(method->Execute());
-  g_counting = false;
-  ASSERT_OK(s);
-  EXPECT_EQ(g_allocations.load(), 0);
+  ExpectExecuteAllocatesNothing(*method);
   EXPECT_EQ(std::vector<float>(out.end() - 4, out.end()), (std::vector<float>{0, 2, 0, 4}));
 }
 

@@ -317,6 +317,17 @@ EtInstruction DelegateCall(std::vector<int32_t> args) {
   return call;
 }
 
+// A program of method `m`, whose delegate 0 is kBackendId with `payload`.
+EtProgram WithDelegate(EtMethod m, const std::vector<uint8_t>& payload) {
+  EtDelegate d;
+  d.backend_id = kBackendId;
+  d.payload = payload;
+  m.delegates = {d};
+  EtProgram p;
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
 // forward(x) = delegate(x, c) for each constant c in `constants` (one call each, results 1 + k
 // after the constants), every constant viewing `bytes` at its offset: float32 [n] each.
 EtProgram ConstantsProgram(const std::vector<uint8_t>& bytes, const std::vector<uint8_t>& payload,
@@ -337,13 +348,7 @@ EtProgram ConstantsProgram(const std::vector<uint8_t>& bytes, const std::vector<
     m.outputs.push_back(static_cast<int32_t>(1 + offsets.size() + k));
   }
   m.inputs = {0};
-  EtDelegate d;
-  d.backend_id = kBackendId;
-  d.payload = payload;
-  m.delegates = {d};
-  EtProgram p;
-  p.methods.push_back(std::move(m));
-  return p;
+  return WithDelegate(std::move(m), payload);
 }
 
 TEST(ExecuTorchImportCopiesTest, ConstantsAndPayloadsTheFileSharesAreCopiedOnce) {
@@ -439,13 +444,7 @@ EtProgram ListProgram(const std::vector<uint8_t>& payload, int calls, int items)
   }
   m.inputs = {0};
   m.outputs = {3};
-  EtDelegate d;
-  d.backend_id = kBackendId;
-  d.payload = payload;
-  m.delegates = {d};
-  EtProgram p;
-  p.methods.push_back(std::move(m));
-  return p;
+  return WithDelegate(std::move(m), payload);
 }
 
 TEST(ExecuTorchImportCopiesTest, AListEveryInstructionCopiesIsRefusedBeforeItIsCopiedEachTime) {
