@@ -104,6 +104,7 @@ bool Aligned8(const flatbuffers::Vector<T>* v) {
 }
 
 using ::ferry::internal::Add;
+using ::ferry::internal::CopyBudget;
 using ::ferry::internal::Quoted;
 using ::ferry::internal::ReadLE;
 
@@ -116,29 +117,15 @@ struct ProgramContext {
   const EtProgram* program = nullptr;  // segments and subsegments, already verified
 };
 
-// What reading may copy out of the file, across all methods. FlatBuffers lets any number of
-// tables reference one vector or string, so a small file could make the reader copy a long list
-// once per value or instruction that references it. Unshared, a list entry takes at least 4 bytes
-// of the file and a string byte one, so a file that copies more than this shares its data.
-class CopyBudget {
- public:
-  explicit CopyBudget(size_t file_bytes)
-      : list_entries_(file_bytes / 4 + 64), string_bytes_(2 * file_bytes + 4096) {}
-  // False when `n` more list entries (value list items, instruction arguments, arena sizes)
-  // would go over the budget.
-  bool SpendEntries(size_t n) { return Spend(&list_entries_, n); }
-  // False when `n` more bytes of names and strings would.
-  bool SpendBytes(size_t n) { return Spend(&string_bytes_, n); }
-
- private:
-  static bool Spend(size_t* left, size_t n) {
-    if (n > *left) return false;
-    *left -= n;
-    return true;
-  }
-  size_t list_entries_;
-  size_t string_bytes_;
-};
+// Why reading stopped at a list or string that goes over the program's CopyBudget (one budget
+// for the whole file: value lists, instruction arguments, arena sizes and subsegment offsets are
+// its entries; names, strings, compile specs and named-data keys its bytes). `what` names the
+// units: "entries", "arguments", "bytes".
+std::string OverCopyBudget(size_t n, absl::string_view what) {
+  return absl::StrCat("its ", n, " ", what,
+                      " go over what the file could hold unshared: the file shares them among "
+                      "more tables than a program needs");
+}
 
 }  // namespace
 
@@ -275,17 +262,11 @@ class MethodReader {
   // Charges `n` list entries read at `where` to the program's copy budget.
   absl::Status SpendEntries(absl::string_view where, size_t n) const {
     if (budget_->SpendEntries(n)) return absl::OkStatus();
-    return Error(where, absl::StrCat("its ", n, " entries go over what the file could hold "
-                                     "unshared: its lists are shared by more tables than a "
-                                     "program needs"));
+    return Error(where, OverCopyBudget(n, "entries"));
   }
   // `text`, charged to the budget's string bytes.
   absl::StatusOr<std::string> CopyString(absl::string_view where, absl::string_view text) const {
-    if (!budget_->SpendBytes(text.size())) {
-      return Error(where, absl::StrCat("its ", text.size(), " bytes go over what the file could "
-                                       "hold unshared: its strings are shared by more tables "
-                                       "than a program needs"));
-    }
+    if (!budget_->SpendBytes(text.size())) return Error(where, OverCopyBudget(text.size(), "bytes"));
     return std::string(text);
   }
 
@@ -379,13 +360,11 @@ class MethodReader {
                      absl::StrCat("its name and overload are ", name_bytes, " bytes; at most ",
                                   kMaxNameBytes, " are read"));
       }
-      if (!budget_->SpendBytes(name_bytes)) {
-        return Error(absl::StrCat("operator ", i),
-                     "its name goes over what the file could hold unshared: the operators share "
-                     "their names more than a program needs");
-      }
-      method_.operators.push_back(
-          {std::string(View(op->name())), std::string(View(op->overload()))});
+      const std::string where = absl::StrCat("operator ", i);
+      EtOperator out;
+      FERRY_ASSIGN_OR_RETURN(out.name, CopyString(where, View(op->name())));
+      FERRY_ASSIGN_OR_RETURN(out.overload, CopyString(where, View(op->overload())));
+      method_.operators.push_back(std::move(out));
     }
     return absl::OkStatus();
   }
@@ -877,11 +856,7 @@ absl::Status MethodReader::ReadInstructions() {
 absl::Status MethodReader::ReadArgs(absl::FunctionRef<std::string()> where,
                                     const flatbuffers::Vector<int32_t>* args,
                                     EtInstruction* out) const {
-  if (!budget_->SpendEntries(Len(args))) {
-    return Error(where(), absl::StrCat("its ", Len(args), " arguments go over what the file could "
-                                       "hold unshared: its argument lists are shared by more "
-                                       "instructions than a program needs"));
-  }
+  if (!budget_->SpendEntries(Len(args))) return Error(where(), OverCopyBudget(Len(args), "arguments"));
   out->args.reserve(out->args.size() + Len(args));
   for (size_t a = 0; a < Len(args); ++a) {
     const int32_t id = args->Get(a);
@@ -1190,9 +1165,7 @@ class ProgramReader {
                                   program_.segments.size(), " segments"));
     }
     if (!budget_.SpendEntries(Len(s.offsets()))) {
-      return Invalid(absl::StrCat(what, ": its ", Len(s.offsets()), " offsets go over what the "
-                                  "file could hold unshared: the offset lists are shared by more "
-                                  "tables than a program needs"));
+      return Invalid(absl::StrCat(what, ": ", OverCopyBudget(Len(s.offsets()), "offsets")));
     }
     EtSubsegments out;
     out.segment_index = s.segment_index();
@@ -1239,9 +1212,7 @@ class ProgramReader {
                                     " segments"));
       }
       if (!budget_.SpendBytes(key.size())) {
-        return Invalid(absl::StrCat("named data ", i, ": its key's ", key.size(), " bytes go over "
-                                    "what the file could hold unshared: the keys are shared by "
-                                    "more entries than a program needs"));
+        return Invalid(absl::StrCat("named data ", i, ": ", OverCopyBudget(key.size(), "bytes")));
       }
       program_.named_data.push_back({std::string(key), segment, program_.segments[segment].bytes});
     }

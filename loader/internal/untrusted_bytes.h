@@ -1,4 +1,5 @@
-// Small helpers for reading untrusted file bytes (the ExecuTorch program and data readers).
+// Small helpers for reading untrusted file bytes (the program readers and the ExecuTorch data
+// reader).
 #ifndef FERRY_LOADER_INTERNAL_UNTRUSTED_BYTES_H_
 #define FERRY_LOADER_INTERNAL_UNTRUSTED_BYTES_H_
 
@@ -26,6 +27,33 @@ inline std::optional<uint64_t> Add(uint64_t a, uint64_t b) {
   if (a > std::numeric_limits<uint64_t>::max() - b) return std::nullopt;
   return a + b;
 }
+
+// Takes `n` from `*left`; false (nothing taken) when fewer are left.
+inline bool Spend(size_t* left, size_t n) {
+  if (n > *left) return false;
+  *left -= n;
+  return true;
+}
+
+// What parsing may copy out of a file of `file_bytes` bytes. FlatBuffers lets any number of
+// tables reference one vector or string, so copying it once per table that references it could
+// take the square of the file's size. Unshared, each list entry takes at least 4 bytes of the
+// file and each string byte one; strings get twice that, since a name may be copied twice (a
+// node without a name is reported under its op's). A file over the budget shares its data.
+class CopyBudget {
+ public:
+  explicit CopyBudget(size_t file_bytes)
+      : file_bytes_(file_bytes), list_entries_(file_bytes / 4), string_bytes_(2 * file_bytes) {}
+  size_t file_bytes() const { return file_bytes_; }
+  // False (nothing taken) when `n` more list entries, or string bytes, would go over it.
+  bool SpendEntries(size_t n) { return Spend(&list_entries_, n); }
+  bool SpendBytes(size_t n) { return Spend(&string_bytes_, n); }
+
+ private:
+  size_t file_bytes_;
+  size_t list_entries_;
+  size_t string_bytes_;
+};
 
 // A name from the file, quoted and escaped for messages.
 inline std::string Quoted(absl::string_view s) {

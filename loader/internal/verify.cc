@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "flatbuffers/flatbuffers.h"
+#include "ferry/loader/internal/untrusted_bytes.h"
 #include "ferry/loader/program.h"
 #include "ferry/memory/status_macros.h"
 
@@ -162,23 +163,6 @@ std::optional<size_t> CheckedByteSize(DType dtype, const flatbuffers::Vector<int
   return empty ? 0 : static_cast<size_t>(bound);
 }
 
-// What parsing copies out of the program, bounded by what its bytes can hold. The FlatBuffers
-// verifier counts tables, but a vector or string may be referenced from any number of them: a
-// file of a few megabytes whose nodes all share one argument list of a million entries verifies,
-// and copying that list per node would take terabytes. Without sharing, each list entry takes at
-// least 4 bytes of the file and each string byte one (a node without a name is reported under its
-// op's, which is then copied twice), so these bounds refuse only shared lists and strings, which
-// no Ferry writer makes.
-struct CopyBudget {
-  explicit CopyBudget(size_t program_bytes)
-      : program_bytes(program_bytes),
-        list_entries(program_bytes / 4),
-        string_bytes(2 * program_bytes) {}
-  size_t program_bytes;
-  size_t list_entries;  // node arguments and results, scalar int lists
-  size_t string_bytes;  // value, node, op and backend names, compile spec keys and values
-};
-
 class MethodVerifier {
  public:
   MethodVerifier(const fbs::Program& program, absl::Span<const uint8_t> bytes,
@@ -207,21 +191,19 @@ class MethodVerifier {
     return absl::InvalidArgumentError(absl::StrCat(label_, ", ", where, " ", what));
   }
 
-  // Takes `n` from `*left`; false (nothing taken) when fewer are left.
-  static bool Spend(size_t* left, size_t n) {
-    if (n > *left) return false;
-    *left -= n;
-    return true;
-  }
+  // What parsing copies out of the program is bounded by what its bytes can hold (CopyBudget): the
+  // FlatBuffers verifier counts tables, and a file of a few megabytes whose nodes all share one
+  // argument list of a million entries verifies. List entries are node arguments and results and
+  // scalar int lists; string bytes are value, node, op and backend names and compile specs.
   absl::Status ListsTooLong(absl::string_view where) const {
     return Error(where, absl::StrCat("the program's lists hold more entries in all than its ",
-                                     budget_.program_bytes,
+                                     budget_.file_bytes(),
                                      " bytes can hold: lists are shared between tables, and "
                                      "parsing would copy each of them once per use"));
   }
   absl::Status StringsTooLong(absl::string_view where) const {
     return Error(where, absl::StrCat("the program's names hold more bytes in all than its ",
-                                     budget_.program_bytes,
+                                     budget_.file_bytes(),
                                      " bytes can hold: strings are shared between tables, and "
                                      "parsing would copy each of them once per use"));
   }
@@ -248,7 +230,7 @@ class MethodVerifier {
     const size_t num_segments = Len(program_.segments());
     for (size_t v = 0; v < num_values(); ++v) {
       const fbs::Value* val = value(v);
-      if (!Spend(&budget_.string_bytes, View(val->name()).size())) {
+      if (!budget_.SpendBytes(View(val->name()).size())) {
         return StringsTooLong(absl::StrCat("value ", v));
       }
       if (!ValidKind(val->kind())) {
@@ -272,7 +254,7 @@ class MethodVerifier {
         if (!Aligned8(s->int_list())) {
           return Error(ValueLabel(v, val), "the int list is not 8-byte aligned");
         }
-        if (!Spend(&budget_.list_entries, Len(s->int_list()))) {
+        if (!budget_.SpendEntries(Len(s->int_list()))) {
           return ListsTooLong(ValueLabel(v, val));
         }
         continue;
@@ -404,10 +386,10 @@ class MethodVerifier {
                                    " is neither a host op (1) nor a delegate call (2)"));
       }
       const auto* args = node->args();
-      if (!Spend(&budget_.list_entries, Len(args) + Len(node->results()))) {
+      if (!budget_.SpendEntries(Len(args) + Len(node->results()))) {
         return ListsTooLong(absl::StrCat("node ", n));
       }
-      if (!Spend(&budget_.string_bytes, CopiedStringBytes(node))) {
+      if (!budget_.SpendBytes(CopiedStringBytes(node))) {
         return StringsTooLong(absl::StrCat("node ", n));
       }
       for (size_t a = 0; a < Len(args); ++a) {
