@@ -15,6 +15,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ferry/loader/internal/untrusted_bytes.h"
 #include "ferry/memory/status_macros.h"
 
 namespace ferry {
@@ -31,13 +32,37 @@ struct PendingConstant {
   std::vector<uint8_t> folded;       // computed here (a cast)
   absl::Span<const uint8_t> folded_from;  // the bytes `folded` was computed from
   int32_t payload_of_node = -1;      // a delegate payload: the node's index, and `value` unused
-  int32_t same_as = -1;              // a fold computed before: that pending constant's bytes
+  int32_t same_as = -1;              // the bytes are those of this earlier entry (not copied)
 };
 
-// Constants folded at import (casts), by the bytes they were computed from and the dtype they
-// were cast to: the index of the pending constant that holds the result.
-using FoldKey = std::tuple<const uint8_t*, size_t, DType>;
-using FoldIndex = absl::flat_hash_map<FoldKey, int32_t>;
+// The import's pending constants, each distinct source once: bytes of the files by their span
+// (tensors sharing a constant buffer, calls of one delegate), casts by the span they were computed
+// from and their dtype. A later entry with the same source shares the first one's copy.
+class PendingConstants {
+ public:
+  using Key = std::tuple<const uint8_t*, size_t, int>;  // span; the cast's dtype, or -1
+  static Key Bytes(absl::Span<const uint8_t> s) { return {s.data(), s.size(), -1}; }
+  static Key Cast(absl::Span<const uint8_t> s, DType d) {
+    return {s.data(), s.size(), static_cast<int>(d)};
+  }
+
+  bool Has(const Key& key) const { return index_.contains(key); }
+  // Adds `c`, whose bytes are `key`'s: copied if they are new, else shared (`c`'s bytes unused).
+  void Add(const Key& key, PendingConstant c) {
+    auto [it, inserted] = index_.try_emplace(key, static_cast<int32_t>(list_.size()));
+    if (!inserted) {
+      c.same_as = it->second;
+      c.source = {};
+      c.folded.clear();
+    }
+    list_.push_back(std::move(c));
+  }
+  const std::vector<PendingConstant>& list() const { return list_; }
+
+ private:
+  std::vector<PendingConstant> list_;
+  absl::flat_hash_map<Key, int32_t> index_;
+};
 
 bool IsIdentity(absl::Span<const uint8_t> dim_order) {
   for (size_t i = 0; i < dim_order.size(); ++i) {
@@ -52,8 +77,8 @@ bool IsIdentity(absl::Span<const uint8_t> dim_order) {
 class MethodImporter {
  public:
   MethodImporter(const EtMethod& et, size_t method_index, const EtDataFile* data,
-                 std::vector<PendingConstant>* constants, FoldIndex* folds)
-      : et_(et), method_index_(method_index), data_(data), constants_(*constants), folds_(*folds) {}
+                 PendingConstants* constants)
+      : et_(et), method_index_(method_index), data_(data), constants_(*constants) {}
 
   absl::StatusOr<MethodDef> Run() {
     def_.name = et_.name;
@@ -229,13 +254,12 @@ class MethodImporter {
     const EtDelegate& d = et_.delegates[instruction.delegate_index];
     op_name_ = absl::StrCat("delegate call to backend \"", d.backend_id, "\"");
     const size_t copied = DelegateCallBytes(d);
-    if (copied > delegate_budget_) {
+    if (!internal::Spend(&delegate_budget_, copied)) {
       return Invalid(absl::StrCat(
           "delegate ", instruction.delegate_index, " (", copied, " bytes of backend id and compile "
           "specs, copied into each call's node): the method's instructions call its delegates more "
           "often than a program needs"));
     }
-    delegate_budget_ -= copied;
     if (d.backend_id.empty()) return Invalid("the delegate has no backend id");
     const std::vector<int32_t>& list = instruction.args;
     size_t first_result = list.size();
@@ -303,7 +327,7 @@ class MethodImporter {
     payload.method = method_index_;
     payload.source = d.payload;
     payload.payload_of_node = static_cast<int32_t>(def_.nodes.size());
-    constants_.push_back(std::move(payload));
+    constants_.Add(PendingConstants::Bytes(d.payload), std::move(payload));
     def_.nodes.push_back(std::move(node));
     def_.node_instructions.push_back(instruction_);
     return absl::OkStatus();
@@ -446,7 +470,7 @@ class MethodImporter {
     constant.method = method_index_;
     constant.value = latest_[v];
     constant.source = bytes;
-    constants_.push_back(std::move(constant));
+    constants_.Add(PendingConstants::Bytes(bytes), std::move(constant));
     Annotate(v, latest_[v]);
     return latest_[v];
   }
@@ -535,10 +559,7 @@ class MethodImporter {
   // Charges the copy of list value `v` to the method's list budget.
   absl::Status SpendList(int32_t v, absl::string_view what) {
     const size_t n = et_.values[v].items.size();
-    if (n <= list_budget_) {
-      list_budget_ -= n;
-      return absl::OkStatus();
-    }
+    if (internal::Spend(&list_budget_, n)) return absl::OkStatus();
     const std::string value = absl::StrCat("value ", v);
     return Invalid(absl::StrCat(what == value ? value : absl::StrCat(what, " (", value, ")"),
                                 " has ", n, " items, one copy too many: the method's instructions "
@@ -776,19 +797,13 @@ class MethodImporter {
     value.kind = ValueKind::kConstant;
     const DType to_dtype = to.dtype;
     value.meta = std::move(to);
-    const FoldKey key{source.data.bytes.data(), source.data.bytes.size(), to_dtype};
-    if (auto it = folds_.find(key); it != folds_.end()) {
-      const ValueId id = Add(std::move(value));
-      latest_[out] = id;
-      PendingConstant shared;
-      shared.method = method_index_;
-      shared.value = id;
-      shared.same_as = it->second;
-      constants_.push_back(std::move(shared));
-      return absl::OkStatus();
-    }
-    const size_t n = source.numel;
-    std::vector<uint8_t> bytes(n * DTypeSize(value.meta.dtype));
+    const PendingConstants::Key key = PendingConstants::Cast(source.data.bytes, to_dtype);
+    PendingConstant folded;
+    folded.method = method_index_;
+    folded.folded_from = source.data.bytes;
+    const size_t n = constants_.Has(key) ? 0 : source.numel;  // computed once
+    std::vector<uint8_t>& bytes = folded.folded;
+    bytes.resize(n * DTypeSize(value.meta.dtype));
     for (size_t i = 0; i < n; ++i) {
       if (from.dtype == DType::kInt64) {
         int64_t x;
@@ -810,15 +825,9 @@ class MethodImporter {
         std::memcpy(bytes.data() + i * sizeof(y), &y, sizeof(y));
       }
     }
-    const ValueId id = Add(std::move(value));
-    latest_[out] = id;
-    folds_.emplace(key, static_cast<int32_t>(constants_.size()));
-    PendingConstant folded;
-    folded.method = method_index_;
-    folded.value = id;
-    folded.folded = std::move(bytes);
-    folded.folded_from = source.data.bytes;
-    constants_.push_back(std::move(folded));
+    folded.value = Add(std::move(value));
+    latest_[out] = folded.value;
+    constants_.Add(key, std::move(folded));
     return absl::OkStatus();
   }
 
@@ -1034,8 +1043,7 @@ class MethodImporter {
   const EtMethod& et_;
   const size_t method_index_;
   const EtDataFile* const data_;  // may be null
-  std::vector<PendingConstant>& constants_;
-  FoldIndex& folds_;
+  PendingConstants& constants_;
   MethodDef def_;
   std::vector<ValueId> latest_;  // per ExecuTorch value: its Ferry value now, or -1
   size_t list_budget_ = 0;       // list items the method's instructions may still copy
@@ -1044,37 +1052,25 @@ class MethodImporter {
   std::string op_name_;
 };
 
-// Copies every pending constant to a multiple of 64 bytes in one aligned allocation. Constants
-// and payloads that are the same bytes of a file (tensors sharing a constant buffer, delegate
-// calls of one delegate) are copied once and shared. Ones that overlap only in part would each
-// be copied: more than twice the bytes the file's constants and payloads span, plus 1 MiB, is
-// refused, so a small file cannot make the import copy its bytes many times over.
-absl::Status PlaceConstants(std::vector<PendingConstant>& pending, EtImport& import) {
+// Copies every pending constant that is not shared with an earlier one to a multiple of 64
+// bytes in one aligned allocation. Sources that overlap only in part would each be copied: more
+// than twice the bytes the file's constants and payloads span, plus 1 MiB, is refused, so a small
+// file cannot make the import copy its bytes many times over.
+absl::Status PlaceConstants(const PendingConstants& constants, EtImport& import) {
   using Span = absl::Span<const uint8_t>;
-  auto key_of = [](Span s) { return std::make_pair(s.data(), s.size()); };
-  absl::flat_hash_map<std::pair<const uint8_t*, size_t>, size_t> first_with;  // span -> index
+  const std::vector<PendingConstant>& pending = constants.list();
   std::vector<size_t> offsets(pending.size(), 0);
   std::vector<size_t> placed_as(pending.size());  // the entry whose copy each one uses
   std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // what the files' sources span
   size_t total = 0;
   for (size_t i = 0; i < pending.size(); ++i) {
     const PendingConstant& c = pending[i];
-    placed_as[i] = i;
-    if (c.same_as >= 0) {
-      placed_as[i] = static_cast<size_t>(c.same_as);
-      continue;
-    }
+    placed_as[i] = c.same_as >= 0 ? static_cast<size_t>(c.same_as) : i;
+    if (c.same_as >= 0) continue;
     const Span from = c.folded.empty() ? c.source : c.folded_from;
     if (!from.empty()) {
       const uintptr_t begin = reinterpret_cast<uintptr_t>(from.data());
       spans.emplace_back(begin, begin + from.size());
-    }
-    if (c.folded.empty() && !c.source.empty()) {
-      auto [it, inserted] = first_with.try_emplace(key_of(c.source), i);
-      if (!inserted) {
-        placed_as[i] = it->second;
-        continue;
-      }
     }
     const size_t size = c.folded.empty() ? c.source.size() : c.folded.size();
     offsets[i] = total;
@@ -1129,10 +1125,9 @@ absl::Status PlaceConstants(std::vector<PendingConstant>& pending, EtImport& imp
 absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program,
                                                  const EtImportOptions& options) {
   EtImport import;
-  std::vector<PendingConstant> constants;
-  FoldIndex folds;
+  PendingConstants constants;
   for (size_t i = 0; i < program.methods.size(); ++i) {
-    MethodImporter importer(program.methods[i], i, options.data, &constants, &folds);
+    MethodImporter importer(program.methods[i], i, options.data, &constants);
     FERRY_ASSIGN_OR_RETURN(MethodDef method, importer.Run());
     import.methods.push_back(std::move(method));
   }
