@@ -292,14 +292,12 @@ absl::StatusOr<size_t> PlacePass(absl::Span<const BufferRequest> requests,
 // An upper estimate of the conflicts the greedy passes visit: per request, the requests live at
 // its first use (each conflicting pair is counted once or twice). O(n) over the positions.
 size_t ConflictVisits(const Positions& positions, const std::vector<int32_t>& ids) {
-  std::vector<int64_t> delta(positions.count + 1, 0);
+  std::vector<int64_t> cover(positions.count + 1, 0);  // starts minus ends, then prefix sums
   for (int32_t id : ids) {
-    ++delta[positions.lo[id]];
-    --delta[positions.hi[id] + 1];
+    ++cover[positions.lo[id]];
+    --cover[positions.hi[id] + 1];
   }
-  std::vector<int64_t> cover(positions.count, 0);
-  int64_t live = 0;
-  for (size_t p = 0; p < positions.count; ++p) cover[p] = live += delta[p];
+  std::partial_sum(cover.begin(), cover.end(), cover.begin());
   size_t visits = 0;
   for (int32_t id : ids) visits += static_cast<size_t>(cover[positions.lo[id]]);
   return visits;

@@ -88,36 +88,39 @@ class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (auto it = constants_.find(key); it != constants_.end()) {
-        if (std::shared_ptr<const DeviceConstants> c = it->second.first.lock()) return c;
+        if (std::shared_ptr<const DeviceConstants> c = it->second.lock()) return c;
       }
     }
     auto made = std::make_unique<DeviceConstants>();
     made->program = program;
     FERRY_ASSIGN_OR_RETURN(made->buffer, make());
     std::weak_ptr<ProgramCache> cache = weak_from_this();
-    const DeviceConstants* id = made.get();
-    std::shared_ptr<const DeviceConstants> shared(made.release(), [cache, key, id](const DeviceConstants* c) {
-      if (std::shared_ptr<ProgramCache> self = cache.lock()) self->EraseConstants(key, id);
-      delete c;
-    });
+    std::shared_ptr<const DeviceConstants> shared(made.release(),
+                                                  [cache, key](const DeviceConstants* c) {
+                                                    if (auto self = cache.lock()) {
+                                                      self->EraseExpiredConstants(key);
+                                                    }
+                                                    delete c;
+                                                  });
     std::lock_guard<std::mutex> lock(mu_);
     auto it = constants_.find(key);
     if (it != constants_.end()) {
       // Another thread made them meanwhile: share those (ours are dropped after the lock).
-      if (std::shared_ptr<const DeviceConstants> other = it->second.first.lock()) return other;
+      if (std::shared_ptr<const DeviceConstants> other = it->second.lock()) return other;
       constants_.erase(it);
     }
-    constants_.emplace(key, std::make_pair(std::weak_ptr<const DeviceConstants>(shared), id));
+    constants_.emplace(key, shared);
     return shared;
   }
 
  private:
   using ConstantsKey = std::pair<const Program*, DeviceRuntime*>;
 
-  void EraseConstants(const ConstantsKey& key, const DeviceConstants* id) {
+  // Called by the constants' deleter: their entry, unless newer live constants replaced it.
+  void EraseExpiredConstants(const ConstantsKey& key) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = constants_.find(key);
-    if (it != constants_.end() && it->second.second == id) constants_.erase(it);
+    if (it != constants_.end() && it->second.expired()) constants_.erase(it);
   }
 
   // Called by a program's deleter, before the program (and the bytes `key` views) is freed.
@@ -130,9 +133,7 @@ class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
 
   std::mutex mu_;
   absl::flat_hash_map<absl::string_view, std::weak_ptr<const Program>> programs_;
-  absl::flat_hash_map<ConstantsKey,
-                      std::pair<std::weak_ptr<const DeviceConstants>, const DeviceConstants*>>
-      constants_;
+  absl::flat_hash_map<ConstantsKey, std::weak_ptr<const DeviceConstants>> constants_;
 };
 
 class GraphInstance : public DelegateInstance {

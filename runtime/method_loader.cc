@@ -125,7 +125,7 @@ class MethodLoader {
     impl_.input_set_.assign(m_.inputs.size(), false);
     impl_.input_ranges_.assign(m_.inputs.size(), CallerRange{});
     impl_.output_ranges_.assign(m_.outputs.size(), CallerRange{});
-  impl_.range_scratch_.reserve(m_.inputs.size() + m_.outputs.size());
+    impl_.range_scratch_.reserve(m_.inputs.size() + m_.outputs.size());
     impl_.plan_.timings.materialization_us = MicrosSince(materialize_start) - planning_us_;
     return absl::OkStatus();
   }
@@ -191,6 +191,8 @@ class MethodLoader {
   // Phase 3.
   std::vector<int32_t> memory_root_;  // per buffer: the non-alias buffer whose memory it uses
   std::vector<int64_t> root_offset_;  // per buffer: its byte offset in memory_root_'s memory
+  // Per buffer: the furthest base it shares memory and layout with (at offset 0), or itself.
+  std::vector<int32_t> same_layout_root_;
   PlacementInput pin_;
   // Phase 2.
   PlacementOptions popt_;
@@ -345,23 +347,28 @@ absl::Status MethodLoader::ResolveLayouts() {
       impl_.refs_[b] = meta.ToRef();
     }
   }
-  // Per buffer, the buffer whose memory it is and its byte offset there. A plan makes every
-  // alias after its base, so one forward pass finds them all (walking each alias's chain would
-  // cost a chain of N in-place writes N^2).
+  // Per buffer, the buffer whose memory it is, its byte offset there, and the base it shares
+  // memory and layout with. A plan makes every alias after its base, so one forward pass finds
+  // them all (walking each alias's chain would cost a chain of N in-place writes N^2).
   memory_root_.resize(nb);
   root_offset_.resize(nb);
+  same_layout_root_.resize(nb);
   for (size_t b = 0; b < nb; ++b) {
     const PlannedBuffer& buf = p.buffers[b];
-    memory_root_[b] = static_cast<int32_t>(b);
+    memory_root_[b] = same_layout_root_[b] = static_cast<int32_t>(b);
     root_offset_[b] = 0;
     if (buf.kind != BufferKind::kAlias) continue;
-    if (buf.alias_of < 0 || static_cast<size_t>(buf.alias_of) >= b) {
-      return absl::InternalError(absl::StrCat(mctx_, ": planned buffer ", b,
-                                              " aliases buffer ", buf.alias_of,
-                                              ", which is not made before it"));
+    const int32_t base = buf.alias_of;
+    if (base < 0 || static_cast<size_t>(base) >= b) {
+      return absl::InternalError(absl::StrCat(mctx_, ": planned buffer ", b, " aliases buffer ",
+                                              base, ", which is not made before it"));
     }
-    memory_root_[b] = memory_root_[buf.alias_of];
-    root_offset_[b] = root_offset_[buf.alias_of] + impl_.alias_offset_[b];
+    memory_root_[b] = memory_root_[base];
+    root_offset_[b] = root_offset_[base] + impl_.alias_offset_[b];
+    if (impl_.alias_offset_[b] == 0 && impl_.refs_[b].strides == impl_.refs_[base].strides &&
+        impl_.refs_[b].sizes == impl_.refs_[base].sizes) {
+      same_layout_root_[b] = same_layout_root_[base];
+    }
   }
   // The all-host layouts are done with: their memory goes back for the phases after this one.
   std::vector<TensorRef>().swap(natural_);
@@ -961,20 +968,10 @@ void MethodLoader::DescribeIo() {
   for (size_t i = 0; i < m_.outputs.size(); ++i) {
     impl_.plan_.outputs.push_back(describe(m_.outputs[i], p.output_device(i)));
   }
-  // An in-place result returned as an output shares its base's memory, with the same layout at
-  // offset 0: a caller's buffer bound to the output replaces the base's memory. Found once here,
-  // in one forward pass (aliases come after their bases), not per SetOutputBuffer call.
-  std::vector<int32_t> same_memory(p.buffers.size());
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    const PlannedBuffer& buf = p.buffers[b];
-    const int32_t base = buf.alias_of;
-    const bool same = buf.kind == BufferKind::kAlias && impl_.alias_offset_[b] == 0 &&
-                      impl_.refs_[b].strides == impl_.refs_[base].strides &&
-                      impl_.refs_[b].sizes == impl_.refs_[base].sizes;
-    same_memory[b] = same ? same_memory[base] : static_cast<int32_t>(b);
-  }
+  // An in-place result returned as an output shares its base's memory and layout: a caller's
+  // buffer bound to the output replaces the base's memory. Found here, not per SetOutputBuffer.
   impl_.output_targets_.reserve(m_.outputs.size());
-  for (int32_t b : p.output_buffers) impl_.output_targets_.push_back(same_memory[b]);
+  for (int32_t b : p.output_buffers) impl_.output_targets_.push_back(same_layout_root_[b]);
 }
 
 absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt,
