@@ -266,7 +266,9 @@ class MethodReader {
   }
   // `text`, charged to the budget's string bytes.
   absl::StatusOr<std::string> CopyString(absl::string_view where, absl::string_view text) const {
-    if (!budget_->SpendBytes(text.size())) return Error(where, OverCopyBudget(text.size(), "bytes"));
+    if (!budget_->SpendBytes(text.size())) {
+      return Error(where, OverCopyBudget(text.size(), "bytes"));
+    }
     return std::string(text);
   }
 
@@ -856,7 +858,9 @@ absl::Status MethodReader::ReadInstructions() {
 absl::Status MethodReader::ReadArgs(absl::FunctionRef<std::string()> where,
                                     const flatbuffers::Vector<int32_t>* args,
                                     EtInstruction* out) const {
-  if (!budget_->SpendEntries(Len(args))) return Error(where(), OverCopyBudget(Len(args), "arguments"));
+  if (!budget_->SpendEntries(Len(args))) {
+    return Error(where(), OverCopyBudget(Len(args), "arguments"));
+  }
   out->args.reserve(out->args.size() + Len(args));
   for (size_t a = 0; a < Len(args); ++a) {
     const int32_t id = args->Get(a);

@@ -256,9 +256,9 @@ class MethodImporter {
     const size_t copied = DelegateCallBytes(d);
     if (!internal::Spend(&delegate_budget_, copied)) {
       return Invalid(absl::StrCat(
-          "delegate ", instruction.delegate_index, " (", copied, " bytes of backend id and compile "
-          "specs, copied into each call's node): the method's instructions call its delegates more "
-          "often than a program needs"));
+          "delegate ", instruction.delegate_index, " (", copied,
+          " bytes of backend id and compile specs, copied into each call's node): the method's "
+          "instructions call its delegates more often than a program needs"));
     }
     if (d.backend_id.empty()) return Invalid("the delegate has no backend id");
     const std::vector<int32_t>& list = instruction.args;
@@ -562,9 +562,10 @@ class MethodImporter {
     if (internal::Spend(&list_budget_, n)) return absl::OkStatus();
     const std::string value = absl::StrCat("value ", v);
     return Invalid(absl::StrCat(what == value ? value : absl::StrCat(what, " (", value, ")"),
-                                " has ", n, " items, one copy too many: the method's instructions "
-                                "use its lists more often than a program needs (each use copies "
-                                "the list)"));
+                                " has ", n,
+                                " items, one copy too many: the method's instructions use its "
+                                "lists more often than a program needs (each use copies the "
+                                "list)"));
   }
 
   absl::StatusOr<std::vector<int64_t>> IntList(int32_t v, absl::string_view what) {
@@ -1060,7 +1061,7 @@ absl::Status PlaceConstants(const PendingConstants& constants, EtImport& import)
   using Span = absl::Span<const uint8_t>;
   const std::vector<PendingConstant>& pending = constants.list();
   std::vector<size_t> offsets(pending.size(), 0);
-  std::vector<size_t> placed_as(pending.size());  // the entry whose copy each one uses
+  std::vector<size_t> placed_as(pending.size());       // the entry whose copy each one uses
   std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // what the files' sources span
   size_t total = 0;
   for (size_t i = 0; i < pending.size(); ++i) {

@@ -60,7 +60,9 @@ class Auditor {
       exporter_copies_.insert({e.value, e.to_device});
     }
     for (const CopyStep& c : plan_.copies) {
-      if (IsCrossing(c)) plan_crossings_.insert({c.value, c.direction == CopyDirection::kHostToDevice});
+      if (IsCrossing(c)) {
+        plan_crossings_.insert({c.value, c.direction == CopyDirection::kHostToDevice});
+      }
     }
     for (size_t i = 0; i < m_.exporter_arenas.size(); ++i) {
       arena_index_.try_emplace(m_.exporter_arenas[i].memory_id, i);
@@ -122,7 +124,8 @@ class Auditor {
   void ForEachRead(int32_t n, F f) const {
     const ValueIds& args = m_.nodes[n].args;
     for (size_t i = 0; i < args.size(); ++i) {
-      if (InRange(args[i]) && std::find(args.begin(), args.begin() + i, args[i]) == args.begin() + i) {
+      if (InRange(args[i]) &&
+          std::find(args.begin(), args.begin() + i, args[i]) == args.begin() + i) {
         f(args[i]);
       }
     }
@@ -257,9 +260,9 @@ class Auditor {
   const PlacementPlan& plan_;
   const absl::flat_hash_map<Device, Device>& device_map_;
   std::vector<int32_t> producer_;  // per value, the first node that writes it as a result, or -1
-  std::vector<size_t> reader_begin_;  // per value: where its readers start in readers_
-  std::vector<int32_t> readers_;      // the nodes reading each value, in node order
-  absl::flat_hash_set<ValueId> exporter_copied_;                 // values the exporter copies
+  std::vector<size_t> reader_begin_;              // per value: where its readers start in readers_
+  std::vector<int32_t> readers_;                  // the nodes reading each value, in node order
+  absl::flat_hash_set<ValueId> exporter_copied_;  // values the exporter copies
   absl::flat_hash_set<std::pair<ValueId, bool>> exporter_copies_;  // (value, to a device)
   absl::flat_hash_set<std::pair<ValueId, bool>> plan_crossings_;   // (value, to a device)
   absl::flat_hash_map<uint32_t, size_t> arena_index_;  // memory_id -> its first exporter arena

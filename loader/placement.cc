@@ -485,7 +485,9 @@ class Placer {
   }
 
   // Marks `b` and everything sharing its memory as holding the group's current version.
-  void MarkCurrent(int32_t b) { version_[phys_[b]] = group_version_[group_[plan_.buffers[b].value]]; }
+  void MarkCurrent(int32_t b) {
+    version_[phys_[b]] = group_version_[group_[plan_.buffers[b].value]];
+  }
 
   void Write(int32_t b) {
     ++group_version_[group_[plan_.buffers[b].value]];

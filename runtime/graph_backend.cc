@@ -268,9 +268,9 @@ class GraphInstance : public DelegateInstance {
     if (constant_bytes > 0) {
       // Made once per device and shared by every instance of this sub-program there.
       auto make = [&]() -> absl::StatusOr<DeviceBuffer> {
-        FERRY_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(*init.device_runtime,
-                                                                           constant_bytes,
-                                                                           kAlignment));
+        FERRY_ASSIGN_OR_RETURN(
+            DeviceBuffer buffer,
+            DeviceBuffer::Allocate(*init.device_runtime, constant_bytes, kAlignment));
         for (const auto& [v, offset] : constants) {
           FERRY_RETURN_IF_ERROR(init.device_runtime->CopyHostToDevice(
               static_cast<char*>(buffer.data()) + offset, main.values[v].data.data(),
@@ -344,18 +344,18 @@ class GraphInstance : public DelegateInstance {
       for (int a : schema->written_args) {
         const ValueId root = alias_root[node.args[a]];
         if (main.values[root].kind == ValueKind::kConstant) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              ctx(), ": writes in place to sub-graph constant \"", main.values[root].name,
-              "\"; constants are read-only"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(ctx(), ": writes in place to sub-graph constant \"",
+                           main.values[root].name, "\"; constants are read-only"));
         }
         if (input_of[root] >= 0) {
           const int32_t arg = arg_of_input_[input_of[root]];
           if (std::find(init.written_args.begin(), init.written_args.end(), arg) ==
               init.written_args.end()) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                ctx(), ": writes in place to sub-graph input ", input_of[root], " (argument ", arg,
-                "), but the call does not declare argument ", arg,
-                " written; declare it in the delegate node's written_args"));
+            return absl::InvalidArgumentError(
+                absl::StrCat(ctx(), ": writes in place to sub-graph input ", input_of[root],
+                             " (argument ", arg, "), but the call does not declare argument ", arg,
+                             " written; declare it in the delegate node's written_args"));
           }
         }
       }

@@ -230,7 +230,9 @@ absl::Status MethodImpl::CheckCallerMemory() const {
     if (!input_ranges_[i].empty()) ranges.push_back({input_ranges_[i], static_cast<int64_t>(i)});
   }
   for (size_t o = 0; o < output_ranges_.size(); ++o) {
-    if (!output_ranges_[o].empty()) ranges.push_back({output_ranges_[o], -static_cast<int64_t>(o) - 1});
+    if (!output_ranges_[o].empty()) {
+      ranges.push_back({output_ranges_[o], -static_cast<int64_t>(o) - 1});
+    }
   }
   std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
     return a.first.begin != b.first.begin ? a.first.begin < b.first.begin : a.second < b.second;

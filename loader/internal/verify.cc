@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "flatbuffers/flatbuffers.h"
 #include "ferry/loader/internal/untrusted_bytes.h"
 #include "ferry/loader/program.h"
 #include "ferry/memory/status_macros.h"
+#include "flatbuffers/flatbuffers.h"
 
 namespace ferry::internal {
 namespace {

@@ -623,9 +623,9 @@ std::vector<uint8_t> SharingProgram(int nodes, int shared_args, size_t name_byte
                               : fbb.CreateString(std::string(name_bytes, 'v'));
   std::vector<flatbuffers::Offset<fbs::Value>> values;
   for (int v = 0; v <= nodes; ++v) {
-    values.push_back(fbs::CreateValue(
-        fbb, name, v == 0 ? fbs::ValueKind::Input : fbs::ValueKind::Intermediate,
-        fbs::DType::Float32, fbb.CreateVector(std::vector<int64_t>{2})));
+    values.push_back(
+        fbs::CreateValue(fbb, name, v == 0 ? fbs::ValueKind::Input : fbs::ValueKind::Intermediate,
+                         fbs::DType::Float32, fbb.CreateVector(std::vector<int64_t>{2})));
   }
   std::vector<flatbuffers::Offset<fbs::Node>> node_tables;
   for (int n = 0; n < nodes; ++n) {

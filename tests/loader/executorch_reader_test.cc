@@ -1008,7 +1008,8 @@ std::vector<uint8_t> SharingPte(int lists, int entries, int strings, int string_
 
 TEST(ExecuTorchSharedDataTest, UnsharedListsStringsAndArgumentsAreRead) {
   // The same shape without amplification reads (the ops are checked later, at import).
-  ASSERT_OK_AND_ASSIGN(EtProgram program, ReadExecuTorchProgram(SharingPte(100, 2, 100, 8, 100, 2)));
+  ASSERT_OK_AND_ASSIGN(EtProgram program,
+                       ReadExecuTorchProgram(SharingPte(100, 2, 100, 8, 100, 2)));
   ASSERT_EQ(program.methods.size(), 1u);
   const EtMethod& m = program.methods[0];
   ASSERT_EQ(m.values.size(), 201u);

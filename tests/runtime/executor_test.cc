@@ -144,7 +144,8 @@ TEST(Executor, ExecuteWithManyBoundOutputsAllocatesNothing) {
   std::vector<float> out(4 * 40, 0.0f);
   ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, in.data())));
   for (int k = 0; k < 40; ++k) {
-    ASSERT_OK(method->SetOutputBuffer(k, TensorView::Host(DType::kFloat32, {4}, out.data() + 4 * k)));
+    ASSERT_OK(
+        method->SetOutputBuffer(k, TensorView::Host(DType::kFloat32, {4}, out.data() + 4 * k)));
   }
   ASSERT_OK(method->Execute());  // warm
   ExpectExecuteAllocatesNothing(*method);

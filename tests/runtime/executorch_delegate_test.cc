@@ -23,8 +23,8 @@
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/ptd_builder.h"
 #include "tests/testing/et_program_parts.h"
+#include "tests/testing/ptd_builder.h"
 #include "tests/testing/pte_writer.h"
 #include "tests/testing/status_matchers.h"
 
@@ -410,7 +410,8 @@ TEST(ExecuTorchImportCopiesTest, AConstantCastTwiceIsFoldedOnce) {
   none.kind = EtValueKind::kNull;
   m.values = {constant, non_blocking, none, FloatTensor({2}), FloatTensor({2})};
   m.operators = {{"dim_order_ops::_to_dim_order_copy", "out"}};
-  m.instructions = {testing::KernelCall(0, {0, 1, 2, 3, 3}), testing::KernelCall(0, {0, 1, 2, 4, 4})};
+  m.instructions = {testing::KernelCall(0, {0, 1, 2, 3, 3}),
+                    testing::KernelCall(0, {0, 1, 2, 4, 4})};
   m.outputs = {3, 4};
   EtProgram p;
   p.methods.push_back(std::move(m));

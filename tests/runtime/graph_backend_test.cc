@@ -5,13 +5,13 @@
 #include <memory>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
 #include "ferry/memory/status_macros.h"
 #include "ferry/runtime/backend.h"
 #include "ferry/runtime/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry::testing {

@@ -440,18 +440,17 @@ TEST(CallerBuffers, OverlapsAmongManyOutputsAreFound) {
   ASSERT_OK(bind(17, out.data() + 4 * 17));
   // Output 12 half over output 3 (and 3 over nothing else).
   ASSERT_OK(bind(12, out.data() + 4 * 3 + 2));
-  EXPECT_THAT(method->Execute(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("output 3"), HasSubstr("output 12"))));
+  EXPECT_THAT(method->Execute(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          AllOf(HasSubstr("output 3"), HasSubstr("output 12"))));
   // Output 0 inside the furthest-reaching output range seen before it in address order: the last
   // output, made to span everything below the others' buffers.
   std::vector<float> wide(4 * kOutputs + 8, 0.0f);
   ASSERT_OK(bind(12, out.data() + 4 * 12));
-  ASSERT_OK(method->SetOutputBuffer(kOutputs - 1, TensorView::Host(DType::kFloat32, {2, 2}, wide.data())));
+  ASSERT_OK(method->SetOutputBuffer(kOutputs - 1,
+                                    TensorView::Host(DType::kFloat32, {2, 2}, wide.data())));
   ASSERT_OK(bind(0, wide.data() + 2));
-  EXPECT_THAT(method->Execute(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("output 0"), HasSubstr("output 23"))));
+  EXPECT_THAT(method->Execute(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          AllOf(HasSubstr("output 0"), HasSubstr("output 23"))));
   ASSERT_OK(bind(0, out.data()));
   ASSERT_OK(bind(kOutputs - 1, out.data() + 4 * (kOutputs - 1)));
   ASSERT_OK(method->Execute());
