@@ -5,6 +5,8 @@
 //   ferry_pinned   CudaDevice h2d/d2h from pinned memory: one asynchronous DMA (the host arena)
 //   cuda_pageable  plain cudaMemcpy from pageable memory (the driver's own staging)
 //   cuda_pinned    plain cudaMemcpy from pinned memory: the DMA engine's peak
+// The third argument is the device's copy threads (DeviceRegistryOptions::cuda_copy_threads), which
+// fill and empty the staging chunks; 1 is a plain memcpy on the copying thread.
 // Each is timed until its bytes have landed (Synchronize / cudaDeviceSynchronize). Counters give
 // each in GB/s and the ratios: staged_vs_peak (ferry_staged / cuda_pinned, the DESIGN target
 // >= 0.85), staged_vs_cuda_pageable and pinned_vs_peak.
@@ -60,6 +62,7 @@ void BM_CudaCopy(benchmark::State& state) {
   state.SetLabel(h2d ? "h2d" : "d2h");
   DeviceRegistryOptions options;
   options.num_sim_devices = 0;
+  options.cuda_copy_threads = static_cast<int>(state.range(2));
   std::unique_ptr<DeviceRegistry> devices = DeviceRegistry::CreateDefault(options);
   DeviceRuntime* gpu = devices->Find(Device::Cuda(0));
   if (gpu == nullptr) {
@@ -112,8 +115,8 @@ void BM_CudaCopy(benchmark::State& state) {
   state.counters["pinned_vs_peak"] = cuda_pinned_ns / pinned_ns;
 }
 BENCHMARK(BM_CudaCopy)
-    ->ArgNames({"bytes", "d2h"})
-    ->ArgsProduct({{1 << 20, 16 << 20, 64 << 20}, {0, 1}})
+    ->ArgNames({"bytes", "d2h", "threads"})
+    ->ArgsProduct({{1 << 20, 16 << 20, 64 << 20}, {0, 1}, {1, 2, 4, 8}})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

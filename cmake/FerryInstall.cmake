@@ -35,11 +35,15 @@ install(FILES ${PROJECT_BINARY_DIR}/FerryConfig.cmake ${PROJECT_BINARY_DIR}/Ferr
   DESTINATION ${FERRY_CMAKE_DIR})
 
 # pkg-config: the same (static) libraries, with Abseil's and FlatBuffers' .pc files as requirements
-# and what the libraries themselves link (libdl, OpenBLAS, the CUDA runtime) on the link line.
+# and what the libraries themselves link (libdl, the threads library, OpenBLAS, the CUDA runtime)
+# on the link line.
 set(FERRY_PC_REQUIRES "absl_status absl_statusor absl_strings absl_str_format absl_span absl_flat_hash_map absl_flat_hash_set absl_inlined_vector flatbuffers")
 set(FERRY_PC_LIBS_EXTRA "")
 if(CMAKE_DL_LIBS)
   set(FERRY_PC_LIBS_EXTRA "-l${CMAKE_DL_LIBS}")
+endif()
+if(CMAKE_THREAD_LIBS_INIT)
+  string(APPEND FERRY_PC_LIBS_EXTRA " ${CMAKE_THREAD_LIBS_INIT}")
 endif()
 if(FERRY_HAVE_BLAS)
   string(APPEND FERRY_PC_LIBS_EXTRA " ${FERRY_OPENBLAS_LIBRARY}")

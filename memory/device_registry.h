@@ -34,6 +34,10 @@ struct DeviceRegistryOptions {
   size_t sim_device_bytes = 0;
   // Add the CUDA devices found (when built with CUDA).
   bool use_cuda = true;
+  // Threads (the copying thread included) that move a CUDA copy from or to pageable host memory
+  // through its pinned staging chunks (memory/parallel_memcpy.h); 0: ParallelMemcpy's default
+  // (half the hardware threads, 1 to 4). Copies from and to pinned memory use none.
+  int cuda_copy_threads = 0;
 };
 
 class DeviceRegistry {

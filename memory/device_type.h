@@ -82,7 +82,7 @@ DeviceTypeInfo CudaDeviceType();
 // The CUDA plug-in's discovery: adds a runtime for every CUDA device found; a no-op without CUDA
 // support, a driver or a GPU. Defined by the CUDA runtime (memory/cuda/cuda_device.cc) when Ferry
 // is built with CUDA, by memory/no_cuda.cc otherwise.
-void AddCudaDevices(DeviceRegistry& registry);
+void AddCudaDevices(DeviceRegistry& registry, const DeviceRegistryOptions& options);
 
 }  // namespace ferry
 

@@ -4,6 +4,6 @@
 
 namespace ferry {
 
-void AddCudaDevices(DeviceRegistry&) {}
+void AddCudaDevices(DeviceRegistry&, const DeviceRegistryOptions&) {}
 
 }  // namespace ferry

@@ -22,6 +22,7 @@ Runtime::Runtime(const RuntimeOptions& options) : ops_(OpRegistry::WithBuiltIns(
   device_options.num_sim_devices = options.num_sim_devices;
   device_options.sim_device_bytes = options.sim_device_bytes;
   device_options.use_cuda = options.use_cuda;
+  device_options.cuda_copy_threads = options.cuda_copy_threads;
   internal::SetHostBlasThreads(options.host_blas_threads);
   devices_ = DeviceRegistry::CreateDefault(device_options);
   backends_.emplace(kGraphBackendName, MakeGraphBackend());

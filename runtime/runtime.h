@@ -63,6 +63,9 @@ struct RuntimeOptions {
   // The capacity of each sim device in bytes; 0: as much as the host has available.
   size_t sim_device_bytes = 0;
   bool use_cuda = true;     // discover CUDA devices (when built with CUDA)
+  // Threads that stage a CUDA copy from or to pageable host memory (DeviceRegistryOptions);
+  // 0: the default.
+  int cuda_copy_threads = 0;
   // The most threads one host matmul or linear uses when Ferry is built with OpenBLAS. OpenBLAS
   // has one setting per process: each Runtime sets it when made.
   int host_blas_threads = 1;

@@ -29,7 +29,7 @@ absl::Status CreateEvent(void** event) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Open(int32_t index) {
+absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Open(int32_t index, int copy_threads) {
   FERRY_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
   Handles h;
   auto create = [&h]() -> absl::Status {
@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Open(int32_t index) {
     return absl::Status(status.code(),
                         absl::StrCat("opening cuda:", index, ": ", status.message()));
   }
-  return std::unique_ptr<CudaDevice>(new CudaDevice(index, h));
+  return std::unique_ptr<CudaDevice>(new CudaDevice(index, h, copy_threads));
 }
 
 void CudaDevice::Destroy(const Handles& h) {
@@ -185,7 +185,7 @@ absl::Status CudaDevice::StageIn(void* dst, const void* src, size_t bytes) {
     const int slot = next_staging_;
     next_staging_ ^= 1;
     FERRY_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(AsEvent(h_.staging_event[slot])));
-    std::memcpy(h_.staging[slot], static_cast<const char*>(src) + done, n);
+    copier_.Copy(h_.staging[slot], static_cast<const char*>(src) + done, n);
     FERRY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(dst) + done, h_.staging[slot], n,
                                                cudaMemcpyHostToDevice, stream));
     FERRY_CUDA_RETURN_IF_ERROR(cudaEventRecord(AsEvent(h_.staging_event[slot]), stream));
@@ -218,8 +218,8 @@ absl::Status CudaDevice::StageOut(void* dst, const void* src, size_t bytes) {
   for (size_t c = 0; c < chunks; ++c) {
     const int slot = slot_of(c);
     FERRY_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(AsEvent(h_.staging_event[slot])));
-    std::memcpy(static_cast<char*>(dst) + c * kStagingChunkBytes, h_.staging[slot],
-                chunk_bytes(c));
+    copier_.Copy(static_cast<char*>(dst) + c * kStagingChunkBytes, h_.staging[slot],
+                 chunk_bytes(c));
     if (c + 2 < chunks) FERRY_RETURN_IF_ERROR(issue(c + 2));
   }
   next_staging_ = slot_of(chunks);
@@ -377,14 +377,16 @@ void CudaDevice::ResetCounters() {
   counters_.allocated_bytes = allocated;
 }
 
-void AddCudaDevices(DeviceRegistry& registry) {
+void AddCudaDevices(DeviceRegistry& registry, const DeviceRegistryOptions& options) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();
     return;  // no driver or no GPU: the default device map sends cuda:N to sim:N
   }
   for (int i = 0; i < count; ++i) {
-    absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Open(i);
+    const int threads = options.cuda_copy_threads > 0 ? options.cuda_copy_threads
+                                                      : ParallelMemcpy::DefaultThreads();
+    absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Open(i, threads);
     if (device.ok()) registry.Add(*std::move(device)).IgnoreError();
   }
 }

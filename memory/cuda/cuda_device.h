@@ -17,7 +17,9 @@
 // before it completes, and the host must not touch that memory until Synchronize(). From or to
 // pageable memory, the bytes go through two pinned staging chunks of kStagingChunkBytes, each
 // guarded by an event, so the host memcpy of one chunk overlaps the DMA of the other and host
-// memory stays bounded whatever the copy's size:
+// memory stays bounded whatever the copy's size. The memcpy of a chunk is split across the
+// device's copy threads (ParallelMemcpy, started by Open()): one thread's memcpy is several
+// times slower than the DMA engine.
 //  - CopyHostToDevice from pageable memory returns once the whole source has been read into
 //    staging (the caller may reuse or free it at once); the last DMAs may still be in flight.
 //  - CopyDeviceToHost into pageable memory returns with the data in place.
@@ -48,6 +50,7 @@
 
 #include "absl/status/statusor.h"
 #include "ferry/memory/device_runtime.h"
+#include "ferry/memory/parallel_memcpy.h"
 
 namespace ferry {
 
@@ -56,9 +59,12 @@ class CudaDevice : public DeviceRuntime {
   // Size of each of the two pinned chunks that pageable copies are staged through.
   static constexpr size_t kStagingChunkBytes = size_t{4} << 20;
 
-  // Opens device `index`: its stream, its events and its pinned staging chunks. Internal when the
-  // device cannot be opened, ResourceExhausted when the pinned memory cannot be had.
-  static absl::StatusOr<std::unique_ptr<CudaDevice>> Open(int32_t index);
+  // Opens device `index`: its stream, its events, its pinned staging chunks and the threads that
+  // fill and empty them (`copy_threads` in all, the copying thread included; see
+  // ParallelMemcpy). Internal when the device cannot be opened, ResourceExhausted when the pinned
+  // memory cannot be had.
+  static absl::StatusOr<std::unique_ptr<CudaDevice>> Open(
+      int32_t index, int copy_threads = ParallelMemcpy::DefaultThreads());
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
@@ -116,7 +122,8 @@ class CudaDevice : public DeviceRuntime {
   // Destroys whatever `h` holds (null members are skipped); errors are ignored.
   static void Destroy(const Handles& h);
 
-  CudaDevice(int32_t index, const Handles& h) : index_(index), h_(h) {}
+  CudaDevice(int32_t index, const Handles& h, int copy_threads)
+      : index_(index), h_(h), copier_(copy_threads) {}
   absl::Status Activate() const;
   bool IsPinned(const void* host) const;
   // Copies from host memory into device memory: one DMA from pinned memory, staged otherwise (see
@@ -130,6 +137,7 @@ class CudaDevice : public DeviceRuntime {
   int32_t index_;
   Handles h_;
   int next_staging_ = 0;  // the chunk the next staged copy starts with
+  ParallelMemcpy copier_;  // fills and empties the staging chunks
   mutable std::mutex mu_;  // guards allocations_ against Owns() from other threads
   std::map<uintptr_t, size_t> allocations_;
   DeviceCounters counters_;

@@ -48,9 +48,10 @@ LoadOptions OnCuda() {
   }
 
 // The devices of this machine, for tests that drive a CUDA device directly.
-std::unique_ptr<DeviceRegistry> Devices() {
+std::unique_ptr<DeviceRegistry> Devices(int copy_threads = 0) {
   DeviceRegistryOptions options;
   options.num_sim_devices = 0;
+  options.cuda_copy_threads = copy_threads;
   return DeviceRegistry::CreateDefault(options);
 }
 
@@ -220,30 +221,34 @@ TEST(Cuda, ExampleDecoderMatchesTheHostRun) {
 // ---- Copies of the CUDA device ----------------------------------------------------------------
 
 TEST(Cuda, PageableCopiesRoundTripAcrossStagingChunkBoundaries) {
-  auto devices = Devices();
-  FERRY_SKIP_WITHOUT_GPUS(*devices, 1);
-  DeviceRuntime* gpu = devices->Find(Device::Cuda(0));
-  constexpr size_t kChunk = CudaDevice::kStagingChunkBytes;
-  for (size_t bytes : {size_t{1}, kChunk - 1, kChunk, kChunk + 1, kChunk * 7 / 2}) {
-    SCOPED_TRACE(bytes);
-    std::vector<uint8_t> expected(bytes);
-    for (size_t i = 0; i < bytes; ++i) expected[i] = static_cast<uint8_t>(i * 131 + i / 4093);
-    ASSERT_OK_AND_ASSIGN(DeviceBuffer device, DeviceBuffer::Allocate(*gpu, bytes, 256));
-    auto source = std::make_unique<std::vector<uint8_t>>(expected);
-    gpu->ResetCounters();
-    ASSERT_OK(gpu->CopyHostToDevice(device.data(), source->data(), bytes));
-    // The source has been read once the copy returns: overwriting and freeing it changes nothing.
-    std::fill(source->begin(), source->end(), uint8_t{0xEE});
-    source.reset();
-    std::vector<uint8_t> back(bytes, 0x11);
-    ASSERT_OK(gpu->CopyDeviceToHost(back.data(), device.data(), bytes));
-    ASSERT_OK(gpu->Synchronize());
-    EXPECT_TRUE(back == expected);
-    const DeviceCounters c = gpu->counters();
-    EXPECT_EQ(c.h2d_copies, 1u);
-    EXPECT_EQ(c.h2d_bytes, bytes);
-    EXPECT_EQ(c.d2h_copies, 1u);
-    EXPECT_EQ(c.d2h_bytes, bytes);
+  // With the staging memcpy on one thread, and split across 3 and 4 (parts that do not divide
+  // the chunk evenly, and parts of the last, short chunk).
+  for (int threads : {1, 3, 4}) {
+    auto devices = Devices(threads);
+    FERRY_SKIP_WITHOUT_GPUS(*devices, 1);
+    DeviceRuntime* gpu = devices->Find(Device::Cuda(0));
+    constexpr size_t kChunk = CudaDevice::kStagingChunkBytes;
+    for (size_t bytes : {size_t{1}, kChunk - 1, kChunk, kChunk + 1, kChunk * 7 / 2}) {
+      SCOPED_TRACE(::testing::Message() << bytes << " bytes, " << threads << " threads");
+      std::vector<uint8_t> expected(bytes);
+      for (size_t i = 0; i < bytes; ++i) expected[i] = static_cast<uint8_t>(i * 131 + i / 4093);
+      ASSERT_OK_AND_ASSIGN(DeviceBuffer device, DeviceBuffer::Allocate(*gpu, bytes, 256));
+      auto source = std::make_unique<std::vector<uint8_t>>(expected);
+      gpu->ResetCounters();
+      ASSERT_OK(gpu->CopyHostToDevice(device.data(), source->data(), bytes));
+      // The source has been read once the copy returns: overwriting and freeing it changes nothing.
+      std::fill(source->begin(), source->end(), uint8_t{0xEE});
+      source.reset();
+      std::vector<uint8_t> back(bytes, 0x11);
+      ASSERT_OK(gpu->CopyDeviceToHost(back.data(), device.data(), bytes));
+      ASSERT_OK(gpu->Synchronize());
+      EXPECT_TRUE(back == expected);
+      const DeviceCounters c = gpu->counters();
+      EXPECT_EQ(c.h2d_copies, 1u);
+      EXPECT_EQ(c.h2d_bytes, bytes);
+      EXPECT_EQ(c.d2h_copies, 1u);
+      EXPECT_EQ(c.d2h_bytes, bytes);
+    }
   }
 }
 

@@ -1,18 +1,21 @@
 // The concurrency runtime.h allows, exercised: methods on different devices executing on their
 // own threads, LoadMethod from several threads at once, and loading and destroying methods on one
-// device while another device's method runs. Built on its own so that CI can run it under
-// ThreadSanitizer (the `concurrency` label); in the normal suite it checks the values.
+// device while another device's method runs; and the helper threads of ParallelMemcpy (a CUDA
+// device's staging copies), handed one job after another. Built on its own so that CI can run it
+// under ThreadSanitizer (the `concurrency` label); in the normal suite it checks the values.
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
+#include "ferry/memory/parallel_memcpy.h"
 #include "ferry/runtime/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry::testing {
@@ -119,6 +122,29 @@ TEST(Concurrency, LoadingOnOneDeviceWhileAnotherDevicesMethodRuns) {
   });
   loader.join();
   runner.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+// Two copiers, each driven by its own thread, each with helpers: every copy lands whole before the
+// next one reuses the job, and nothing is read after the copy returns.
+TEST(Concurrency, ParallelMemcpyJobsBackToBackFromTwoThreads) {
+  std::atomic<int> bad{0};
+  auto drive = [&bad](uint8_t seed) {
+    ParallelMemcpy copier(4);
+    const size_t bytes = 4 * ParallelMemcpy::kMinPartBytes + 4099;
+    std::vector<uint8_t> src(bytes), dst(bytes);
+    for (int copy = 0; copy < 100; ++copy) {
+      const uint8_t value = static_cast<uint8_t>(seed + copy);
+      std::fill(src.begin(), src.end(), value);
+      copier.Copy(dst.data(), src.data(), bytes);
+      bad += static_cast<int>(
+          std::count_if(dst.begin(), dst.end(), [value](uint8_t b) { return b != value; }));
+    }
+  };
+  std::thread first(drive, uint8_t{1});
+  std::thread second(drive, uint8_t{101});
+  first.join();
+  second.join();
   EXPECT_EQ(bad.load(), 0);
 }
 
