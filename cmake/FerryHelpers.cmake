@@ -16,18 +16,25 @@ function(ferry_library name)
   target_link_libraries(ferry_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
 endfunction()
 
-# ferry_test(NAME SOURCES ... DEPS ... [LABELS ...] [TEST_PREFIX prefix] [NO_PRETTY_VALUES])
+# ferry_test(NAME SOURCES ... DEPS ... [LABELS ...] [TEST_PREFIX prefix] [NO_PRETTY_VALUES]
+#            [SEES_GPUS])
 # One gtest binary; its tests are discovered by ctest one by one. Sources may be .cu (CUDA builds).
 # TEST_PREFIX is put before every ctest name; NO_PRETTY_VALUES keeps value-parameterized names as
-# the test named them, without the printed parameter.
+# the test named them, without the printed parameter. Under ctest, a test binary without SEES_GPUS
+# runs with CUDA_VISIBLE_DEVICES empty: its programs' cuda:N run on the sim:N stand-ins on every
+# machine, as the expectations of such tests assume; SEES_GPUS tests (the `cuda` tests and the
+# conformance cases) run on the machine's GPUs where it has them.
 function(ferry_test name)
-  cmake_parse_arguments(ARG "NO_PRETTY_VALUES" "TEST_PREFIX" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "NO_PRETTY_VALUES;SEES_GPUS" "TEST_PREFIX" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${FERRY_WARNINGS}>)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} ferry::testing GTest::gmock GTest::gtest_main)
-  set(props "")
+  set(props PROPERTIES)
   if(ARG_LABELS)
-    set(props PROPERTIES LABELS "${ARG_LABELS}")
+    list(APPEND props LABELS "${ARG_LABELS}")
+  endif()
+  if(NOT ARG_SEES_GPUS)
+    list(APPEND props ENVIRONMENT "CUDA_VISIBLE_DEVICES=")
   endif()
   set(discovery "")
   if(ARG_TEST_PREFIX)

@@ -1,6 +1,7 @@
 // Conformance cases 15-19, 26-36 and 41-44 of docs/placement.md: the method boundary (P8-P10, P13).
-// Each checks the plan, the diagnostics' content and, where the method loads, execution on sim
-// devices with the guard on against the all-host run (P14).
+// Each checks the plan, the diagnostics' content and, where the method loads, execution on the
+// cases' devices (conformance_util.h: the GPU, or sim devices with the guard on) against the
+// all-host run (P14).
 #include <cstring>
 #include <optional>
 #include <string>
@@ -50,11 +51,11 @@ LoadOptions Strict(LoadOptions o) {
 TEST(ConformanceOutputs, Case15OutputStaysOnTheDevice) {
   Fixture f;
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipD2h()));
-  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"h2d", "a", kHostName, kSim0, k16},
-                                                  CopyRow{"h2d", "b", kHostName, kSim0, k16}));
-  EXPECT_EQ(method->plan().outputs[0].device, Device::Sim(0));
+  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"h2d", "a", kHostName, DevName(0), k16},
+                                                  CopyRow{"h2d", "b", kHostName, DevName(0), k16}));
+  EXPECT_EQ(method->plan().outputs[0].device, Dev(0));
   EXPECT_THAT(Warnings(*method), IsEmpty());
   ExpectSameAsHost(h, *method);
 }
@@ -64,12 +65,12 @@ TEST(ConformanceOutputs, Case16ReturnedAndReadOnTheHost) {
   ValueId y = Call(f.m, kD0, "y", {f.a, f.b});
   f.m.Output(y);
   f.m.Output(f.m.Op("relu", {y}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipD2h()));
-  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"h2d", "a", kHostName, kSim0, k16},
-                                                  CopyRow{"h2d", "b", kHostName, kSim0, k16},
-                                                  CopyRow{"d2h", "y", kSim0, kHostName, k16}));
-  EXPECT_EQ(method->plan().outputs[0].device, Device::Sim(0));
+  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"h2d", "a", kHostName, DevName(0), k16},
+                                                  CopyRow{"h2d", "b", kHostName, DevName(0), k16},
+                                                  CopyRow{"d2h", "y", DevName(0), kHostName, k16}));
+  EXPECT_EQ(method->plan().outputs[0].device, Dev(0));
   EXPECT_EQ(method->plan().outputs[1].device, Device::Host());
   ExpectSameAsHost(h, *method);
 }
@@ -91,7 +92,7 @@ TEST(ConformanceOutputs, Case17OutputWrittenOnTheHost) {
   ValueId y = Call(f.m, kD0, "y", {f.a, f.b});
   f.m.Op("add_", {y, f.m.Double(1.0)});
   f.m.Output(y);
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ExpectHostWrittenOutputWarning(h, "y");
 }
 
@@ -100,7 +101,7 @@ TEST(ConformanceOutputs, Case18OutputAliasingTheHostCopy) {
   ValueId y = Call(f.m, kD0, "y", {f.a, f.b});
   ValueId r = f.m.Op("add_", {y, f.m.Double(1.0)}, "r");
   f.m.Output(r);
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipD2h()));
   ASSERT_THAT(Warnings(*method), SizeIs(1));
   EXPECT_THAT(Warnings(*method)[0],
@@ -114,12 +115,12 @@ TEST(ConformanceOutputs, Case18OutputAliasingTheHostCopy) {
 TEST(ConformanceOutputs, Case19BothSkipFlagsNoCopies) {
   Fixture f;
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipBoth()));
   EXPECT_THAT(method->plan().placement.copies, IsEmpty());
-  EXPECT_EQ(method->plan().inputs[0].device, Device::Sim(0));
-  EXPECT_EQ(method->plan().inputs[1].device, Device::Sim(0));
-  EXPECT_EQ(method->plan().outputs[0].device, Device::Sim(0));
+  EXPECT_EQ(method->plan().inputs[0].device, Dev(0));
+  EXPECT_EQ(method->plan().inputs[1].device, Dev(0));
+  EXPECT_EQ(method->plan().outputs[0].device, Dev(0));
   ExpectSameAsHost(h, *method);
   EXPECT_EQ(h.Counters().h2d_copies + h.Counters().d2h_copies + h.Counters().d2d_copies, 0u);
 }
@@ -129,11 +130,11 @@ TEST(ConformanceOutputs, Case19BothSkipFlagsNoCopies) {
 TEST(ConformanceInputs, Case26InputsOnTheDevice) {
   Fixture f;
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipH2d()));
-  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"d2h", "t", kSim0, kHostName, k16}));
-  EXPECT_EQ(method->plan().inputs[0].device, Device::Sim(0));
-  EXPECT_EQ(method->plan().inputs[1].device, Device::Sim(0));
+  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"d2h", "t", DevName(0), kHostName, k16}));
+  EXPECT_EQ(method->plan().inputs[0].device, Dev(0));
+  EXPECT_EQ(method->plan().inputs[1].device, Dev(0));
   EXPECT_THAT(Warnings(*method), IsEmpty());
   ExpectSameAsHost(h, *method);
 }
@@ -142,12 +143,12 @@ TEST(ConformanceInputs, Case27OnlyDirectDeviceReadersMoveAnInput) {
   Fixture f;
   ValueId s = f.m.Op("sin", {f.a});
   f.m.Output(Call(f.m, kD0, "t", {s, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipH2d()));
-  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"h2d", "sin", kHostName, kSim0, k16},
-                                                  CopyRow{"d2h", "t", kSim0, kHostName, k16}));
+  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"h2d", "sin", kHostName, DevName(0), k16},
+                                                  CopyRow{"d2h", "t", DevName(0), kHostName, k16}));
   EXPECT_EQ(method->plan().inputs[0].device, Device::Host());
-  EXPECT_EQ(method->plan().inputs[1].device, Device::Sim(0));
+  EXPECT_EQ(method->plan().inputs[1].device, Dev(0));
   ExpectSameAsHost(h, *method);
 }
 
@@ -155,11 +156,11 @@ TEST(ConformanceInputs, Case28HostReaderOfADeviceInputWarns) {
   Fixture f;
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
   f.m.Output(f.m.Op("relu", {f.a}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipH2d()));
-  EXPECT_EQ(method->plan().inputs[0].device, Device::Sim(0));
-  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"d2h", "a", kSim0, kHostName, k16},
-                                                  CopyRow{"d2h", "t", kSim0, kHostName, k16}));
+  EXPECT_EQ(method->plan().inputs[0].device, Dev(0));
+  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"d2h", "a", DevName(0), kHostName, k16},
+                                                  CopyRow{"d2h", "t", DevName(0), kHostName, k16}));
   ASSERT_THAT(Warnings(*method), SizeIs(1));
   const std::string warning = Warnings(*method)[0];
   EXPECT_THAT(warning, AllOf(HasSubstr("\"a\""), HasSubstr("16 bytes"), HasSubstr("relu")));
@@ -173,7 +174,7 @@ TEST(ConformanceInputs, Case29TwoDeviceReadersOneHostCopy) {
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
   f.m.Output(Call(f.m, kD0, "u", {f.a, f.c}));
   f.m.Output(f.m.Op("relu", {f.a}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipH2d()));
   const PlacementPlan& plan = method->plan().placement;
   // Both delegates read a's caller buffer directly.
@@ -194,16 +195,16 @@ TEST(ConformanceInputs, Case30HostDelegatesShareOneCopyAndAnotherDeviceGetsOne) 
   f.m.Output(Call(f.m, kNone, "n", {f.a}));
   f.m.Output(Call(f.m, kCpu, "p", {f.a}));
   f.m.Output(Call(f.m, kD1, "q", {f.a}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipH2d()));
-  EXPECT_EQ(method->plan().inputs[0].device, Device::Sim(0));
+  EXPECT_EQ(method->plan().inputs[0].device, Dev(0));
   std::vector<CopyRow> copies_of_a;
   for (const CopyRow& row : PerCallCopies(*method)) {
     if (std::get<1>(row) == "a") copies_of_a.push_back(row);
   }
   // One d2h shared by Dnone and Dcpu; one copy to cuda:1 (from the host copy, per P4).
-  EXPECT_THAT(copies_of_a, ElementsAre(CopyRow{"d2h", "a", kSim0, kHostName, k16},
-                                       CopyRow{"h2d", "a", kHostName, kSim1, k16}));
+  EXPECT_THAT(copies_of_a, ElementsAre(CopyRow{"d2h", "a", DevName(0), kHostName, k16},
+                                       CopyRow{"h2d", "a", kHostName, DevName(1), k16}));
   ASSERT_THAT(Warnings(*method), SizeIs(1));
   EXPECT_THAT(Warnings(*method)[0], AllOf(HasSubstr("\"a\""), HasSubstr("cuda:1")));
   ExpectSameAsHost(h, *method);
@@ -213,14 +214,14 @@ TEST(ConformanceInputs, Case31FirstDeviceReaderDecides) {
   Fixture f;
   f.m.Output(Call(f.m, kD1, "t", {f.a, f.b}));
   f.m.Output(Call(f.m, kD0, "u", {f.a, f.c}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipH2d()));
-  EXPECT_EQ(method->plan().inputs[0].device, Device::Sim(1));
+  EXPECT_EQ(method->plan().inputs[0].device, Dev(1));
   std::vector<CopyRow> copies_of_a;
   for (const CopyRow& row : PerCallCopies(*method)) {
     if (std::get<1>(row) == "a") copies_of_a.push_back(row);
   }
-  EXPECT_THAT(copies_of_a, ElementsAre(CopyRow{"d2d", "a", kSim1, kSim0, k16}));
+  EXPECT_THAT(copies_of_a, ElementsAre(CopyRow{"d2d", "a", DevName(1), DevName(0), k16}));
   ExpectSameAsHost(h, *method);
 }
 
@@ -229,9 +230,9 @@ TEST(ConformanceInputs, Case32ShapeOnlyReaderNeedsNoCopy) {
   ValueId size = f.m.Op("sym_size", {f.a, f.m.Int(0)});
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
   f.m.Output(size);
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipH2d()));
-  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"d2h", "t", kSim0, kHostName, k16}));
+  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"d2h", "t", DevName(0), kHostName, k16}));
   EXPECT_THAT(Warnings(*method), IsEmpty());
   ExpectSameAsHost(h, *method);
 }
@@ -240,9 +241,9 @@ TEST(ConformanceInputs, Case33ReturnedInputWithBothFlags) {
   Fixture f;
   f.m.Output(f.a);
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipBoth()));
-  EXPECT_EQ(method->plan().outputs[0].device, Device::Sim(0));
+  EXPECT_EQ(method->plan().outputs[0].device, Dev(0));
   EXPECT_THAT(method->plan().placement.copies, IsEmpty());
   EXPECT_THAT(Warnings(*method), IsEmpty());
   ExpectSameAsHost(h, *method);
@@ -252,11 +253,11 @@ TEST(ConformanceInputs, Case34ReturnedInputWithSkipH2dOnly) {
   Fixture f;
   f.m.Output(f.a);
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipH2d()));
   EXPECT_EQ(method->plan().outputs[0].device, Device::Host());
-  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"d2h", "a", kSim0, kHostName, k16},
-                                                  CopyRow{"d2h", "t", kSim0, kHostName, k16}));
+  EXPECT_THAT(PerCallCopies(*method), ElementsAre(CopyRow{"d2h", "a", DevName(0), kHostName, k16},
+                                                  CopyRow{"d2h", "t", DevName(0), kHostName, k16}));
   ASSERT_THAT(Warnings(*method), SizeIs(1));
   EXPECT_THAT(Warnings(*method)[0],
               AllOf(HasSubstr("\"a\""), HasSubstr("output 0"),
@@ -268,7 +269,7 @@ TEST(ConformanceInputs, Case35HostWriteOfADeviceInputIsALoadError) {
   Fixture f;
   f.m.Op("add_", {f.a, f.m.Double(1.0)});
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   EXPECT_THAT(h.Load(SkipH2d()), StatusIs(absl::StatusCode::kInvalidArgument,
                                           AllOf(HasSubstr("input \"a\""), HasSubstr("host copy"))));
   // Without the flag the same program is fine.
@@ -279,7 +280,7 @@ TEST(ConformanceInputs, Case35HostWriteOfADeviceInputIsALoadError) {
 TEST(ConformanceInputs, Case36StrictWithoutSkipFlagIsAConfigurationError) {
   Fixture f;
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   LoadOptions strict;
   strict.error_on_per_call_copies = true;
   EXPECT_THAT(h.Load(strict), StatusIs(absl::StatusCode::kFailedPrecondition,
@@ -291,22 +292,20 @@ TEST(ConformanceInputs, Case36StrictWithoutSkipFlagIsAConfigurationError) {
 TEST(ConformanceCallerBuffers, Case41HostBufferForADeviceOutput) {
   Fixture f;
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipD2h()));
   std::vector<float> host(4, 42.0f);
   EXPECT_THAT(method->SetOutputBuffer(0, TensorView::Host(DType::kFloat32, {2, 2}, host.data())),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("output 0"), HasSubstr("cuda:0"), HasSubstr("host"))));
-  // Claiming sim:0 for host memory is caught by the pointer check.
-  EXPECT_THAT(method->SetOutputBuffer(
-                  0, TensorView(DType::kFloat32, {2, 2}, host.data(), Device::Sim(0))),
+  // Claiming cuda:0's device for host memory is caught by the pointer check.
+  EXPECT_THAT(method->SetOutputBuffer(0, TensorView(DType::kFloat32, {2, 2}, host.data(), Dev(0))),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("output 0")));
   EXPECT_EQ(host, std::vector<float>(4, 42.0f));
   // The method is still usable, and a real device buffer is accepted and written.
-  DeviceRuntime* sim0 = h.runtime().devices().Find(Device::Sim(0));
-  ASSERT_OK_AND_ASSIGN(DeviceBuffer buffer, DeviceBuffer::Allocate(*sim0, 16, 64));
-  ASSERT_OK(method->SetOutputBuffer(
-      0, TensorView(DType::kFloat32, {2, 2}, buffer.data(), Device::Sim(0))));
+  DeviceRuntime* device = h.runtime().devices().Find(Dev(0));
+  ASSERT_OK_AND_ASSIGN(DeviceBuffer buffer, DeviceBuffer::Allocate(*device, 16, 64));
+  ASSERT_OK(method->SetOutputBuffer(0, TensorView(DType::kFloat32, {2, 2}, buffer.data(), Dev(0))));
   ASSERT_OK_AND_ASSIGN(auto placed, h.Run(*method));
   EXPECT_EQ(method->Output(0).data(), buffer.data());
   ASSERT_OK_AND_ASSIGN(auto host_run, h.RunAllHost());
@@ -316,10 +315,10 @@ TEST(ConformanceCallerBuffers, Case41HostBufferForADeviceOutput) {
 TEST(ConformanceCallerBuffers, Case42HostPointerClaimingDeviceMemory) {
   Fixture f;
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load(SkipH2d()));
   std::vector<float> host(4, 1.0f);
-  EXPECT_THAT(method->SetInput(0, TensorView(DType::kFloat32, {2, 2}, host.data(), Device::Sim(0))),
+  EXPECT_THAT(method->SetInput(0, TensorView(DType::kFloat32, {2, 2}, host.data(), Dev(0))),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("input 0"), HasSubstr("\"a\""), HasSubstr("cuda:0"))));
   EXPECT_THAT(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 2}, host.data())),
@@ -332,7 +331,7 @@ TEST(ConformanceCallerBuffers, Case42HostPointerClaimingDeviceMemory) {
 TEST(ConformanceCallerBuffers, Case43ExecuteWithoutAnInput) {
   Fixture f;
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load());
   std::vector<float> a(4, 1.0f);
   ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 2}, a.data())));
@@ -344,7 +343,7 @@ TEST(ConformanceCallerBuffers, Case43ExecuteWithoutAnInput) {
 TEST(ConformanceCallerBuffers, Case44OutputBufferOneByteTooSmall) {
   Fixture f;
   f.m.Output(Call(f.m, kD0, "t", {f.a, f.b}));
-  MethodHarness h(f.pb);
+  ConformanceHarness h(f.pb);
   ASSERT_OK_AND_ASSIGN(auto method, h.Load());
   std::vector<uint8_t> small(15, 7);
   EXPECT_THAT(method->SetOutputBuffer(0, small.data(), small.size(), Device::Host()),

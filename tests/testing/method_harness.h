@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -85,11 +86,20 @@ class MethodHarness {
   Runtime& runtime() { return *runtime_; }
   const Program& program() const { return *program_; }
 
+  // Loads with `options`; without a device map in them, with the harness's map where one was
+  // set (set_device_map), else with the runtime's default map.
   absl::StatusOr<std::unique_ptr<Method>> Load(const LoadOptions& options = {},
                                                const std::string& name = "forward") {
     FERRY_RETURN_IF_ERROR(status_);
-    return runtime_->LoadMethod(*program_, name, options);
+    if (options.device_map.has_value() || !device_map_.has_value()) {
+      return runtime_->LoadMethod(*program_, name, options);
+    }
+    LoadOptions mapped = options;
+    mapped.device_map = device_map_;
+    return runtime_->LoadMethod(*program_, name, mapped);
   }
+
+  void set_device_map(absl::flat_hash_map<Device, Device> map) { device_map_ = std::move(map); }
 
   // Binds deterministic inputs (on the devices the plan names) and executes `calls` times;
   // returns each output of the last call as doubles, read back to the host.
@@ -172,6 +182,7 @@ class MethodHarness {
 
  private:
   std::unique_ptr<Runtime> runtime_;
+  std::optional<absl::flat_hash_map<Device, Device>> device_map_;
   absl::Status status_;
   std::vector<uint8_t> bytes_;
   std::unique_ptr<Program> program_;
