@@ -179,13 +179,22 @@ bool CudaDevice::IsPinned(const void* host) const {
 // memcpy into one chunk overlaps the DMA out of the other; once the loop ends, `src` has been
 // read completely, while up to two DMAs may still be in flight.
 absl::Status CudaDevice::StageIn(void* dst, const void* src, size_t bytes) {
+  return StageIn(dst, bytes, [this, src](char* chunk, size_t offset, size_t n) {
+    copier_.Copy(chunk, static_cast<const char*>(src) + offset, n);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status CudaDevice::StageIn(
+    void* dst, size_t bytes,
+    absl::FunctionRef<absl::Status(char* chunk, size_t offset, size_t n)> fill) {
   const cudaStream_t stream = AsStream(h_.stream);
   for (size_t done = 0; done < bytes;) {
     const size_t n = std::min(kStagingChunkBytes, bytes - done);
     const int slot = next_staging_;
     next_staging_ ^= 1;
     FERRY_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(AsEvent(h_.staging_event[slot])));
-    copier_.Copy(h_.staging[slot], static_cast<const char*>(src) + done, n);
+    FERRY_RETURN_IF_ERROR(fill(h_.staging[slot], done, n));
     FERRY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(dst) + done, h_.staging[slot], n,
                                                cudaMemcpyHostToDevice, stream));
     FERRY_CUDA_RETURN_IF_ERROR(cudaEventRecord(AsEvent(h_.staging_event[slot]), stream));
@@ -327,10 +336,20 @@ absl::Status CudaDevice::WaitForEvent(void* event) {
 absl::Status CudaDevice::CopyFromPeer(void* dst, DeviceRuntime& peer, const void* src,
                                       size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
+  if (peer.device().is_host()) return CopyHostToDevice(dst, src, bytes);
   auto* cuda_peer = dynamic_cast<CudaDevice*>(&peer);
   if (cuda_peer == nullptr) {
-    return absl::UnimplementedError(absl::StrCat(device().ToString(), ": peer copy from ",
-                                                 peer.device().ToString(), " is not supported"));
+    // A device of another type (a sim stand-in beside a real GPU): it reads its memory into the
+    // staging chunks, whose DMAs then carry it here.
+    FERRY_RETURN_IF_ERROR(Activate());
+    FERRY_RETURN_IF_ERROR(StageIn(dst, bytes, [&peer, src](char* chunk, size_t offset, size_t n) {
+      FERRY_RETURN_IF_ERROR(
+          peer.CopyDeviceToHost(chunk, static_cast<const char*>(src) + offset, n));
+      return peer.Synchronize();
+    }));
+    ++counters_.d2d_copies;
+    counters_.d2d_bytes += bytes;
+    return absl::OkStatus();
   }
   if (cuda_peer == this) return CopyDeviceToDevice(dst, src, bytes);
   // After the peer's pending work (which may still be writing `src`), without blocking the host.

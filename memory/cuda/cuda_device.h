@@ -48,6 +48,7 @@
 #include <memory>
 #include <mutex>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "ferry/memory/device_runtime.h"
 #include "ferry/memory/parallel_memcpy.h"
@@ -83,7 +84,9 @@ class CudaDevice : public DeviceRuntime {
   absl::Status CopyDeviceToDevice(void* dst, const void* src, size_t bytes) override;
   absl::Status CopyHostStridedToDevice(void* dst, const void* src,
                                        const StridedLayout& layout) override;
-  // Unimplemented unless `peer` is another CudaDevice.
+  // From another CudaDevice, one peer DMA ordered against both streams; from the host, as
+  // CopyHostToDevice; from a device of another type, that device reads into the staging chunks,
+  // as a pageable CopyHostToDevice does.
   absl::Status CopyFromPeer(void* dst, DeviceRuntime& peer, const void* src,
                             size_t bytes) override;
   absl::Status Zero(void* dst, size_t bytes) override;
@@ -130,6 +133,9 @@ class CudaDevice : public DeviceRuntime {
   // the file comment). Not counted.
   absl::Status CopyIn(void* dst, const void* src, size_t bytes);
   absl::Status StageIn(void* dst, const void* src, size_t bytes);
+  // The same, with each chunk's `n` bytes from `offset` on written into `chunk` by `fill`.
+  absl::Status StageIn(void* dst, size_t bytes,
+                       absl::FunctionRef<absl::Status(char* chunk, size_t offset, size_t n)> fill);
   absl::Status StageOut(void* dst, const void* src, size_t bytes);
   // Blocks the host until all work issued so far on the stream has completed (through an event).
   absl::Status WaitForStream();

@@ -340,6 +340,42 @@ TEST(Cuda, PeerCopyIsOrderedAgainstThePeersWorkOnBothSides) {
   EXPECT_EQ(gpu1->counters().d2d_bytes, kBytes);
 }
 
+TEST(Cuda, CopiesBetweenTheGpuAndASimDeviceGoBothWays) {
+  // One GPU beside sim stand-ins (a program that names cuda:0 and cuda:1 on a one-GPU machine,
+  // cuda:1 mapped to sim:1): each side reads the other's memory through its own path, across
+  // several staging chunks and after a kernel that is still writing the source.
+  DeviceRegistryOptions options;
+  options.num_sim_devices = 2;
+  std::unique_ptr<DeviceRegistry> devices = DeviceRegistry::CreateDefault(options);
+  FERRY_SKIP_WITHOUT_GPUS(*devices, 1);
+  DeviceRuntime* gpu = devices->Find(Device::Cuda(0));
+  DeviceRuntime* sim = devices->Find(Device::Sim(1));
+  ASSERT_NE(sim, nullptr);
+  constexpr int64_t kCount = int64_t{5} << 20;  // 20 MiB: five staging chunks
+  constexpr size_t kBytes = kCount * sizeof(float);
+  ASSERT_OK_AND_ASSIGN(DeviceBuffer on_gpu, DeviceBuffer::Allocate(*gpu, kBytes, 256));
+  ASSERT_OK_AND_ASSIGN(DeviceBuffer on_sim, DeviceBuffer::Allocate(*sim, kBytes, 64));
+  ASSERT_OK_AND_ASSIGN(DeviceBuffer back_on_gpu, DeviceBuffer::Allocate(*gpu, kBytes, 256));
+  gpu->ResetCounters();
+  sim->ResetCounters();
+  ASSERT_OK(LaunchFill(*gpu, static_cast<float*>(on_gpu.data()), kCount, 7.0));
+  ASSERT_OK(sim->CopyFromPeer(on_sim.data(), *gpu, on_gpu.data(), kBytes));
+  std::vector<float> seen(kCount, 0.0f);
+  ASSERT_OK(sim->CopyDeviceToHost(seen.data(), on_sim.data(), kBytes));
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 7.0f), kCount);
+  // And back: sim:1 rewritten with 9s from the host, then read into fresh GPU memory.
+  std::vector<float> nines(kCount, 9.0f);
+  ASSERT_OK(sim->CopyHostToDevice(on_sim.data(), nines.data(), kBytes));
+  ASSERT_OK(gpu->CopyFromPeer(back_on_gpu.data(), *sim, on_sim.data(), kBytes));
+  std::fill(seen.begin(), seen.end(), 0.0f);
+  ASSERT_OK(gpu->CopyDeviceToHost(seen.data(), back_on_gpu.data(), kBytes));
+  ASSERT_OK(gpu->Synchronize());
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 9.0f), kCount);
+  EXPECT_EQ(sim->counters().d2d_copies, 1u);
+  EXPECT_EQ(gpu->counters().d2d_copies, 1u);
+  EXPECT_EQ(gpu->counters().d2d_bytes, kBytes);
+}
+
 // Dense strides (elements) of `sizes` stored in `dim_order`, outermost first.
 std::vector<int64_t> StridesFor(const std::vector<int64_t>& sizes,
                                 const std::vector<int32_t>& dim_order) {
