@@ -52,7 +52,7 @@ timeout 60 "$cuda_host_test" --gtest_brief=1 > "$out/cuda_host_test.log" 2>&1
 host_rc=$?
 timeout 60 "$conformance_test" --gtest_brief=1 > "$out/conformance_test.log" 2>&1
 conformance_rc=$?
-timeout 120 "$ferry_bench" --benchmark_filter='CudaCopy|OverheadRatio' --benchmark_min_time=0.2 \
+timeout 120 "$ferry_bench" --benchmark_filter='CudaCopy|CudaDelegate|OverheadRatio' --benchmark_min_time=0.2 \
   --benchmark_format=console --benchmark_out="$out/bench.json" --benchmark_out_format=json \
   > "$out/bench.log" 2>&1
 timeout 30 "$ferry" bench "$programs/decoder_block.ferry" --calls 2000 > "$out/example_bench.txt" 2>&1
