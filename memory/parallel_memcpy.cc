@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 
 namespace ferry {
 namespace {
@@ -28,7 +29,13 @@ constexpr size_t kPartAlignment = 4096;
 ParallelMemcpy::ParallelMemcpy(int threads) {
   const int n = std::clamp(threads, 1, kMaxThreads);
   helpers_.reserve(static_cast<size_t>(n - 1));
-  for (int i = 1; i < n; ++i) helpers_.emplace_back([this, i] { Help(i); });
+  for (int i = 1; i < n; ++i) {
+    try {
+      helpers_.emplace_back([this, i] { Help(i); });
+    } catch (const std::system_error&) {
+      break;  // the system refuses more threads: copy with the ones started
+    }
+  }
 }
 
 ParallelMemcpy::~ParallelMemcpy() {

@@ -32,7 +32,8 @@ class ParallelMemcpy {
   // The most threads one copier uses.
   static constexpr int kMaxThreads = 16;
 
-  // `threads` in all, the caller included, clamped to [1, kMaxThreads]; 1 starts no thread.
+  // `threads` in all, the caller included, clamped to [1, kMaxThreads]; 1 starts no thread. When
+  // the system refuses a thread, the copier works with those it has (threads() says how many).
   explicit ParallelMemcpy(int threads);
   ~ParallelMemcpy();
   ParallelMemcpy(const ParallelMemcpy&) = delete;
