@@ -54,7 +54,8 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Open(int32_t index, int 
     return absl::Status(status.code(),
                         absl::StrCat("opening cuda:", index, ": ", status.message()));
   }
-  return std::unique_ptr<CudaDevice>(new CudaDevice(index, h, copy_threads));
+  return std::unique_ptr<CudaDevice>(
+      new CudaDevice(index, h, copy_threads > 0 ? copy_threads : ParallelMemcpy::DefaultThreads()));
 }
 
 void CudaDevice::Destroy(const Handles& h) {
@@ -403,9 +404,8 @@ void AddCudaDevices(DeviceRegistry& registry, const DeviceRegistryOptions& optio
     return;  // no driver or no GPU: the default device map sends cuda:N to sim:N
   }
   for (int i = 0; i < count; ++i) {
-    const int threads = options.cuda_copy_threads > 0 ? options.cuda_copy_threads
-                                                      : ParallelMemcpy::DefaultThreads();
-    absl::StatusOr<std::unique_ptr<CudaDevice>> device = CudaDevice::Open(i, threads);
+    absl::StatusOr<std::unique_ptr<CudaDevice>> device =
+        CudaDevice::Open(i, options.cuda_copy_threads);
     if (device.ok()) registry.Add(*std::move(device)).IgnoreError();
   }
 }

@@ -61,11 +61,10 @@ class CudaDevice : public DeviceRuntime {
   static constexpr size_t kStagingChunkBytes = size_t{4} << 20;
 
   // Opens device `index`: its stream, its events, its pinned staging chunks and the threads that
-  // fill and empty them (`copy_threads` in all, the copying thread included; see
-  // ParallelMemcpy). Internal when the device cannot be opened, ResourceExhausted when the pinned
-  // memory cannot be had.
-  static absl::StatusOr<std::unique_ptr<CudaDevice>> Open(
-      int32_t index, int copy_threads = ParallelMemcpy::DefaultThreads());
+  // fill and empty them (`copy_threads` in all, the copying thread included; 0:
+  // ParallelMemcpy::DefaultThreads()). Internal when the device cannot be opened,
+  // ResourceExhausted when the pinned memory cannot be had.
+  static absl::StatusOr<std::unique_ptr<CudaDevice>> Open(int32_t index, int copy_threads = 0);
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
