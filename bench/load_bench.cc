@@ -123,6 +123,16 @@ absl::Status LoadOnce(const Runtime& rt, const std::vector<uint8_t>& bytes) {
   return rt.LoadMethod(**program, "forward").status();
 }
 
+// Reports time and minor page faults per node of a benchmark over a method of `n` nodes.
+void ReportPerNode(benchmark::State& state, int n, long faults_before) {
+  state.counters["page_faults_per_node"] = static_cast<double>(MinorFaults() - faults_before) /
+                                           (static_cast<double>(state.iterations()) * n);
+  state.SetComplexityN(n);
+  state.counters["us_per_node"] = benchmark::Counter(
+      static_cast<double>(n) * 1e-6,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 // The steady-state load of `bytes`, a method of `n` nodes.
 void TimeLoads(benchmark::State& state, int n, const std::vector<uint8_t>& bytes) {
   Runtime rt;
@@ -137,13 +147,7 @@ void TimeLoads(benchmark::State& state, int n, const std::vector<uint8_t>& bytes
     benchmark::DoNotOptimize(method);
     if (!method.ok()) state.SkipWithError(std::string(method.status().message()).c_str());
   }
-  state.counters["page_faults_per_node"] =
-      static_cast<double>(MinorFaults() - faults_before) /
-      (static_cast<double>(state.iterations()) * n);
-  state.SetComplexityN(n);
-  state.counters["us_per_node"] = benchmark::Counter(
-      static_cast<double>(n) * 1e-6,
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  ReportPerNode(state, n, faults_before);
 }
 
 void BM_Load(benchmark::State& state) {
@@ -161,6 +165,39 @@ void BM_LoadAddChain(benchmark::State& state) {
   TimeLoads(state, n, AddChainProgram(n));
 }
 BENCHMARK(BM_LoadAddChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+// The two halves of BM_LoadAddChain alone: reading the program (Program::FromBytes), and
+// loading its method from a program kept between loads.
+void BM_ReadAddChain(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const std::vector<uint8_t> bytes = AddChainProgram(n);
+  const long faults_before = MinorFaults();
+  for (auto _ : state) {
+    auto program = Program::FromBytes(bytes);
+    benchmark::DoNotOptimize(program);
+    if (!program.ok()) state.SkipWithError(std::string(program.status().message()).c_str());
+  }
+  ReportPerNode(state, n, faults_before);
+}
+BENCHMARK(BM_ReadAddChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+
+void BM_LoadMethodAddChain(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto program = Program::FromBytes(AddChainProgram(n));
+  if (!program.ok()) {
+    state.SkipWithError(std::string(program.status().message()).c_str());
+    return;
+  }
+  Runtime rt;
+  const long faults_before = MinorFaults();
+  for (auto _ : state) {
+    auto method = rt.LoadMethod(**program, "forward");
+    benchmark::DoNotOptimize(method);
+    if (!method.ok()) state.SkipWithError(std::string(method.status().message()).c_str());
+  }
+  ReportPerNode(state, n, faults_before);
+}
+BENCHMARK(BM_LoadMethodAddChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 void BM_LoadInPlaceChain(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

@@ -19,6 +19,7 @@
 #include "absl/types/span.h"
 #include "ferry/kernels/tensor.h"
 #include "ferry/memory/device.h"
+#include "ferry/memory/huge_pages.h"
 
 namespace ferry {
 
@@ -121,8 +122,9 @@ struct ExporterAllocation {
 
 struct MethodDef {
   std::string name;
-  std::vector<ValueDef> values;
-  std::vector<NodeDef> nodes;       // in execution order
+  // Large methods' tables are on huge pages (memory/huge_pages.h): fewer faults while loading.
+  LargeTable<ValueDef> values;
+  LargeTable<NodeDef> nodes;        // in execution order
   std::vector<ValueId> inputs;      // the kInput values, in call order
   std::vector<ValueId> outputs;     // returned values, in order (tensors)
   // The read-only mapping of the program's file that constant and state data lie in; nullptr

@@ -48,6 +48,7 @@
 #include "absl/status/statusor.h"
 #include "ferry/loader/method_graph.h"
 #include "ferry/memory/device.h"
+#include "ferry/memory/huge_pages.h"
 
 namespace ferry {
 
@@ -67,8 +68,8 @@ struct ValueLayout {
 
 struct PlacementInput {
   const MethodDef* method = nullptr;
-  std::vector<NodeEffects> effects;  // one per node
-  std::vector<ValueLayout> layouts;  // one per value (ignored for scalars)
+  LargeTable<NodeEffects> effects;  // one per node
+  LargeTable<ValueLayout> layouts;  // one per value (ignored for scalars)
 };
 
 struct PlacementOptions {
@@ -151,12 +152,12 @@ struct Diagnostic {
 };
 
 struct PlacementPlan {
-  std::vector<NodePlacement> nodes;      // one per node
-  std::vector<Device> value_homes;       // one per value (host for scalars)
-  std::vector<PlannedBuffer> buffers;
+  LargeTable<NodePlacement> nodes;  // one per node
+  LargeTable<Device> value_homes;   // one per value (host for scalars)
+  LargeTable<PlannedBuffer> buffers;
   std::vector<CopyStep> copies;          // the manifest: once and per-call copies
   std::vector<int32_t> load_copies;      // indices of the once copies, in load order
-  std::vector<ScheduleStep> schedule;    // per call
+  LargeTable<ScheduleStep> schedule;     // per call
   std::vector<int32_t> input_buffers;    // per method input: the buffer the caller supplies
   std::vector<int32_t> output_buffers;   // per method output: the buffer returned
   std::vector<Diagnostic> diagnostics;

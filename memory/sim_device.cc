@@ -15,6 +15,7 @@
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_type.h"
 #include "ferry/memory/host_device.h"
+#include "ferry/memory/huge_pages.h"
 #include "ferry/memory/status_macros.h"
 
 namespace ferry {
@@ -125,33 +126,6 @@ void OnSegv(int sig, siginfo_t* info, void* context) {
   g_previous_segv.sa_handler(sig);
 }
 
-// Large allocations are placed on transparent huge pages: touching fresh memory costs one fault
-// per 2 MiB instead of one per page, which is most of what materializing large constants and
-// touching arenas costs. Smaller ones are plain page-aligned mappings.
-constexpr size_t kHugePageBytes = size_t{2} << 20;
-
-// An anonymous mapping of `bytes` (a multiple of the page size) with `prot`, or nullptr (errno
-// set). Mappings of at least kHugePageBytes start on a huge-page boundary: a larger mapping is
-// trimmed at both ends to the aligned range.
-void* MapDeviceMemory(size_t bytes, int prot) {
-  if (bytes < kHugePageBytes || bytes > SIZE_MAX - kHugePageBytes) {
-    void* p = mmap(nullptr, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? nullptr : p;
-  }
-  const size_t padded = bytes + kHugePageBytes;
-  void* raw = mmap(nullptr, padded, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (begin + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
-  if (aligned > begin) munmap(raw, aligned - begin);
-  const uintptr_t tail = aligned + bytes;
-  if (begin + padded > tail) munmap(reinterpret_cast<void*>(tail), begin + padded - tail);
-#ifdef MADV_HUGEPAGE
-  madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);  // a hint
-#endif
-  return reinterpret_cast<void*>(aligned);
-}
-
 // Closes a scope opened by SimDevice::OpenScope.
 class ScopeCloser {
  public:
@@ -240,7 +214,7 @@ absl::StatusOr<void*> SimDevice::Allocate(size_t bytes, size_t alignment) {
   }
   const size_t mapped = (bytes + page - 1) / page * page;
   const int prot = accessible() ? PROT_READ | PROT_WRITE : PROT_NONE;
-  void* p = MapDeviceMemory(mapped, prot);
+  void* p = MapHugePageMemory(mapped, prot);
   if (p == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(name, ": out of memory allocating ", bytes,
                                                      " bytes: mmap: ", std::strerror(errno)));

@@ -86,7 +86,7 @@ absl::Status MethodImpl::Execute() {
   // Bindings may be changed in any order between calls (a decode loop swaps its input and output
   // buffers), so the memory the caller bound is checked here, as a whole, before any step runs.
   if (any_output_bound_) FERRY_RETURN_IF_ERROR(CheckCallerMemory());
-  const std::vector<HostStep>& host_steps = host_tables_.steps();
+  const LargeTable<HostStep>& host_steps = host_tables_.steps();
   for (const Step& step : steps_) {
     absl::Status s;
     switch (step.kind) {
@@ -286,7 +286,7 @@ absl::Status MethodImpl::SetOutputBuffer(size_t index, const TensorView& tensor)
                                                    " is out of range; the method has ",
                                                    plan_.outputs.size(), " outputs"));
   }
-  const std::vector<PlannedBuffer>& buffers = plan_.placement.buffers;
+  const LargeTable<PlannedBuffer>& buffers = plan_.placement.buffers;
   const int32_t b = plan_.placement.output_buffers[index];
   // An in-place result returned as the output shares its base's memory: redirect the base.
   const int32_t target = output_targets_[index];

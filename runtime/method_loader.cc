@@ -186,7 +186,7 @@ class MethodLoader {
   // Phase 1.
   std::vector<const Backend*> backends_;
   std::vector<const OpSchema*> schemas_;
-  std::vector<TensorRef> natural_;     // per value: its layout in an all-host run
+  LargeTable<TensorRef> natural_;     // per value: its layout in an all-host run
   std::vector<int64_t> view_offset_;  // per value: element offset of a view from its base
   // Phase 3.
   std::vector<int32_t> memory_root_;  // per buffer: the non-alias buffer whose memory it uses
@@ -309,7 +309,7 @@ absl::Status MethodLoader::Place() {
     if (!d.is_host()) popt_.present_devices.push_back(d);
   }
   FERRY_ASSIGN_OR_RETURN(impl_.plan_.placement, PlaceMethod(pin_, popt_));
-  std::vector<NodeEffects>().swap(pin_.effects);  // placement's alone
+  LargeTable<NodeEffects>().swap(pin_.effects);  // placement's alone
   for (const auto& [declared, used] : plan().mapped_devices) label_map_[declared] = used;
   for (size_t n = 0; n < m_.nodes.size(); ++n) {
     if (backends_[n] != nullptr && !backends_[n]->SupportsDevice(plan().nodes[n].device.type)) {
@@ -371,7 +371,7 @@ absl::Status MethodLoader::ResolveLayouts() {
     }
   }
   // The all-host layouts are done with: their memory goes back for the phases after this one.
-  std::vector<TensorRef>().swap(natural_);
+  LargeTable<TensorRef>().swap(natural_);
   std::vector<int64_t>().swap(view_offset_);
   return absl::OkStatus();
 }

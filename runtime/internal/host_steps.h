@@ -16,6 +16,7 @@
 #include "absl/types/span.h"
 #include "ferry/kernels/op_registry.h"
 #include "ferry/kernels/tensor.h"
+#include "ferry/memory/huge_pages.h"
 
 namespace ferry::internal {
 
@@ -111,14 +112,14 @@ class HostStepTables {
     return Add(schema, args, results, views, schema.kernel);
   }
 
-  const std::vector<HostStep>& steps() const { return steps_; }
+  const LargeTable<HostStep>& steps() const { return steps_; }
 
  private:
-  std::vector<OpArg> args_;
-  std::vector<TensorRef*> results_;
+  LargeTable<OpArg> args_;
+  LargeTable<TensorRef*> results_;
   std::vector<ViewFixup> views_;
   std::vector<Pending> pending_;
-  std::vector<HostStep> steps_;
+  LargeTable<HostStep> steps_;
 };
 
 // Runs schema.infer and checks the inferred results against the declared metadata of the result

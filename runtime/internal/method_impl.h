@@ -17,6 +17,7 @@
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_runtime.h"
+#include "ferry/memory/huge_pages.h"
 #include "ferry/runtime/backend.h"
 #include "ferry/runtime/internal/host_steps.h"
 #include "ferry/runtime/method.h"
@@ -131,7 +132,7 @@ class MethodImpl {
   MethodPlan plan_;
 
   // One TensorRef per planned buffer; never resized after load (steps point into it).
-  std::vector<TensorRef> refs_;
+  LargeTable<TensorRef> refs_;
   std::vector<DeviceRuntime*> buffer_runtime_;
   std::vector<int64_t> alias_offset_;  // per buffer: byte offset of an alias from its base
   // Per output: the buffer whose memory a caller's buffer bound to it replaces (the output's own,

@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "ferry/loader/program_builder.h"
+#include "ferry/memory/huge_pages.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/loader/program_builder.h"
 #include "tests/loader/test_ops.h"
 #include "tests/testing/status_matchers.h"
 
@@ -121,6 +122,30 @@ TEST_F(ProgramTest, FromBytesCopiesIntoAlignedMemory) {
   float w0 = 0;
   std::memcpy(&w0, def->values[1].data.data(), sizeof(float));
   EXPECT_EQ(w0, 1.0f);
+}
+
+// A program of several MiB is copied onto huge pages (memory/huge_pages.h) where the kernel
+// gives them; its content and alignment are what a heap copy gives.
+TEST_F(ProgramTest, FromBytesCopiesALargeProgramIntact) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {1 << 20});
+  std::vector<float> w(1 << 20);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 1000) - 0.5f;
+  ValueId c = m.ConstantF32("w", {1 << 20}, w);
+  m.Output(m.Op("add", {x, c}));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, pb.Build());
+  ASSERT_GE(bytes.size(), 2 * kLargeTableBytes);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(bytes));
+  EXPECT_TRUE(Aligned64(program->bytes().data()));
+  if (internal::MapsLargeTable(bytes.size())) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(program->bytes().data()) % kHugePageBytes, 0u);
+  }
+  EXPECT_EQ(std::vector<uint8_t>(program->bytes().begin(), program->bytes().end()), bytes);
+  std::fill(bytes.begin(), bytes.end(), 0);
+  ASSERT_OK_AND_ASSIGN(const MethodDef* def, program->method("forward"));
+  ASSERT_EQ(def->values[c].data.size(), w.size() * sizeof(float));
+  EXPECT_EQ(std::memcmp(def->values[c].data.data(), w.data(), w.size() * sizeof(float)), 0);
 }
 
 TEST_F(ProgramTest, MissingMethodListsTheMethods) {

@@ -113,7 +113,7 @@ class GraphSketch {
   PlacementInput Build() const {
     PlacementInput in;
     in.method = &method_;
-    in.effects = effects_;
+    in.effects.assign(effects_.begin(), effects_.end());
     in.layouts.resize(method_.values.size());
     for (size_t v = 0; v < method_.values.size(); ++v) {
       if (auto it = layouts_.find(static_cast<ValueId>(v)); it != layouts_.end()) {
