@@ -987,16 +987,16 @@ class Placer {
   std::map<Device, Device> declared_;                 // used device -> declared device
   // DeviceLabel's answers; a deque, so the references it returns stay valid as it grows.
   mutable std::deque<std::pair<Device, std::string>> device_labels_;
-  std::vector<ValueId> group_;                        // per value: root of its alias group
-  std::vector<int64_t> group_version_;                // per group root
+  LargeTable<ValueId> group_;          // per value: root of its alias group
+  LargeTable<int64_t> group_version_;  // per group root
   // Per group root, the buffers of the group in creation order (a list through group_next_).
-  std::vector<int32_t> group_head_, group_tail_;
-  std::vector<int32_t> group_next_;                   // per buffer
-  std::vector<int64_t> version_;                      // per memory root: version it holds
-  std::vector<int32_t> phys_;                         // per buffer: the buffer whose memory it uses
-  std::vector<int32_t> home_buffer_;                  // per value
-  std::vector<int32_t> host_instance_;                // per value
-  std::vector<std::vector<int32_t>> natural_order_;   // per value, canonical
+  LargeTable<int32_t> group_head_, group_tail_;
+  LargeTable<int32_t> group_next_;                  // per buffer
+  LargeTable<int64_t> version_;                     // per memory root: version it holds
+  LargeTable<int32_t> phys_;                        // per buffer: the buffer whose memory it uses
+  LargeTable<int32_t> home_buffer_;                 // per value
+  LargeTable<int32_t> host_instance_;               // per value
+  LargeTable<std::vector<int32_t>> natural_order_;  // per value, canonical
   // The buffer of each (value, device, canonical dim order): per value a list through `next`.
   struct Instance {
     Device device;
@@ -1004,8 +1004,8 @@ class Placer {
     int32_t buffer;
     int32_t next;
   };
-  std::vector<Instance> instances_;
-  std::vector<int32_t> instance_head_;                // per value
+  LargeTable<Instance> instances_;
+  LargeTable<int32_t> instance_head_;  // per value
 };
 
 }  // namespace

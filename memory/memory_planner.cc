@@ -43,14 +43,14 @@ absl::Status Overflow(size_t index, const BufferRequest& r) {
 // sort over bytes, skipping the bytes in which all keys agree. O(n) per byte that differs, with no
 // comparison; planning sorts every request three times, so this is most of what a sort costs.
 template <typename Key>
-void RadixSortByKey(std::vector<int32_t>& ids, Key key) {
+void RadixSortByKey(LargeTable<int32_t>& ids, Key key) {
   const size_t n = ids.size();
   if (n < 2) return;
   // Already in order (requests made in order of first use, as loading makes them): nothing to do.
   bool sorted = true;
   for (size_t i = 1; i < n && sorted; ++i) sorted = key(ids[i - 1]) <= key(ids[i]);
   if (sorted) return;
-  std::vector<uint64_t> keys(n);
+  LargeTable<uint64_t> keys(n);
   uint64_t all_or = 0, all_and = ~uint64_t{0};
   for (size_t i = 0; i < n; ++i) {
     keys[i] = key(ids[i]);
@@ -58,8 +58,8 @@ void RadixSortByKey(std::vector<int32_t>& ids, Key key) {
     all_and &= keys[i];
   }
   const uint64_t differing = all_or ^ all_and;
-  std::vector<int32_t> ids_tmp(n);
-  std::vector<uint64_t> keys_tmp(n);
+  LargeTable<int32_t> ids_tmp(n);
+  LargeTable<uint64_t> keys_tmp(n);
   for (int shift = 0; shift < 64; shift += 8) {
     if (((differing >> shift) & 0xff) == 0) continue;
     size_t count[257] = {};
@@ -79,8 +79,8 @@ void RadixSortByKey(std::vector<int32_t>& ids, Key key) {
 // and in order of last use, retiring before adding at equal steps since intervals are inclusive
 // (a request whose last_use is s is gone at step s + 1).
 absl::StatusOr<size_t> LowerBound(absl::Span<const BufferRequest> requests,
-                                  const std::vector<int32_t>& by_first,
-                                  const std::vector<int32_t>& by_last) {
+                                  const LargeTable<int32_t>& by_first,
+                                  const LargeTable<int32_t>& by_last) {
   size_t live = 0, peak = 0;
   size_t j = 0;
   for (int32_t id : by_first) {
@@ -131,7 +131,7 @@ class PlacedIndex {
   }
 
   // Appends the ids of placed requests whose interval intersects [first_use, last_use].
-  void Conflicts(size_t a, size_t b, std::vector<int32_t>* out) const {
+  void Conflicts(size_t a, size_t b, LargeTable<int32_t>* out) const {
     for (size_t node = a + leaves_; node >= 1; node /= 2) {
       for (int32_t e = tree_head_[node]; e >= 0; e = pool_[e].next) out->push_back(pool_[e].id);
     }
@@ -172,12 +172,12 @@ class PlacedIndex {
 
   size_t positions_;
   size_t leaves_ = 1;
-  std::vector<int32_t> tree_head_;   // per segment tree node: first pool entry, or -1
-  std::vector<Entry> pool_;
-  std::vector<int32_t> start_head_;  // per start position: first placed id, or -1
-  std::vector<int32_t> start_next_;  // per id: next placed id with the same start
-  std::vector<uint64_t> bits_;       // start positions with a placed request
-  std::vector<uint64_t> summary_;    // words of bits_ that are not zero
+  LargeTable<int32_t> tree_head_;  // per segment tree node: first pool entry, or -1
+  LargeTable<Entry> pool_;
+  LargeTable<int32_t> start_head_;  // per start position: first placed id, or -1
+  LargeTable<int32_t> start_next_;  // per id: next placed id with the same start
+  LargeTable<uint64_t> bits_;       // start positions with a placed request
+  LargeTable<uint64_t> summary_;    // words of bits_ that are not zero
 };
 
 // Lifetimes in compressed coordinates: the distinct first_use values of the non-empty requests,
@@ -186,16 +186,16 @@ class PlacedIndex {
 // and by last use.
 struct Positions {
   size_t count = 0;
-  std::vector<size_t> lo, hi;
+  LargeTable<size_t> lo, hi;
 };
 
 Positions ComputePositions(absl::Span<const BufferRequest> requests,
-                           const std::vector<int32_t>& by_first,
-                           const std::vector<int32_t>& by_last) {
+                           const LargeTable<int32_t>& by_first,
+                           const LargeTable<int32_t>& by_last) {
   Positions p;
   p.lo.assign(requests.size(), 0);
   p.hi.assign(requests.size(), 0);
-  std::vector<int32_t> starts;  // distinct first_use values, ascending
+  LargeTable<int32_t> starts;  // distinct first_use values, ascending
   starts.reserve(by_first.size());
   for (int32_t id : by_first) {
     const int32_t first = requests[id].first_use;
@@ -232,12 +232,12 @@ enum class Fit {
 // Places the non-empty requests in `order`. On success fills `offsets` and returns the arena
 // size; ResourceExhausted naming the request when an offset overflows.
 absl::StatusOr<size_t> PlacePass(absl::Span<const BufferRequest> requests,
-                                 const std::vector<int32_t>& order, const Positions& positions,
+                                 const LargeTable<int32_t>& order, const Positions& positions,
                                  Fit fit, size_t top, std::vector<size_t>* offsets) {
   PlacedIndex placed(positions.count, requests.size());
-  std::vector<size_t> ends(requests.size(), 0);
-  std::vector<int32_t> conflict_ids;
-  std::vector<std::pair<size_t, size_t>> conflicts;  // (offset, end) of placed conflicting ones
+  LargeTable<size_t> ends(requests.size(), 0);
+  LargeTable<int32_t> conflict_ids;
+  LargeTable<std::pair<size_t, size_t>> conflicts;  // (offset, end) of placed conflicting ones
   size_t arena = 0;
   for (int32_t id : order) {
     const BufferRequest& r = requests[id];
@@ -291,8 +291,8 @@ absl::StatusOr<size_t> PlacePass(absl::Span<const BufferRequest> requests,
 
 // An upper estimate of the conflicts the greedy passes visit: per request, the requests live at
 // its first use (each conflicting pair is counted once or twice). O(n) over the positions.
-size_t ConflictVisits(const Positions& positions, const std::vector<int32_t>& ids) {
-  std::vector<int64_t> cover(positions.count + 1, 0);  // starts minus ends, then prefix sums
+size_t ConflictVisits(const Positions& positions, const LargeTable<int32_t>& ids) {
+  LargeTable<int64_t> cover(positions.count + 1, 0);  // starts minus ends, then prefix sums
   for (int32_t id : ids) {
     ++cover[positions.lo[id]];
     --cover[positions.hi[id] + 1];
@@ -307,7 +307,7 @@ size_t ConflictVisits(const Positions& positions, const std::vector<int32_t>& id
 // free blocks coalesce, a request takes the smallest free block it fits in (lowest offset on a
 // tie), else the space above everything in use. O(n log n) whatever the conflicts.
 absl::StatusOr<size_t> SweepPass(absl::Span<const BufferRequest> requests,
-                                 const std::vector<int32_t>& by_first,
+                                 const LargeTable<int32_t>& by_first,
                                  std::vector<size_t>* offsets) {
   std::map<size_t, size_t> free_at;                  // offset -> end, below `top`
   std::set<std::pair<size_t, size_t>> free_by_size;  // (size, offset)
@@ -403,13 +403,13 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests) 
 
   // The non-empty requests in index order, then sorted three ways (stably, so ties stay in
   // index order): by first use, by last use, and by size, largest first.
-  std::vector<int32_t> by_first;
+  LargeTable<int32_t> by_first;
   by_first.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (requests[i].size > 0) by_first.push_back(static_cast<int32_t>(i));
   }
-  std::vector<int32_t> by_last = by_first;
-  std::vector<int32_t> by_size = by_first;
+  LargeTable<int32_t> by_last = by_first;
+  LargeTable<int32_t> by_size = by_first;
   RadixSortByKey(by_first, [&](int32_t id) { return static_cast<uint64_t>(requests[id].first_use); });
   RadixSortByKey(by_last, [&](int32_t id) { return static_cast<uint64_t>(requests[id].last_use); });
   RadixSortByKey(by_size, [&](int32_t id) { return ~static_cast<uint64_t>(requests[id].size); });
@@ -418,7 +418,7 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests) 
   if (!lower_bound.ok()) return lower_bound.status();
   plan.lower_bound = *lower_bound;
   const Positions positions = ComputePositions(requests, by_first, by_last);
-  const std::vector<int32_t>& by_time = by_first;
+  const LargeTable<int32_t>& by_time = by_first;
 
   if (ConflictVisits(positions, by_first) > GreedyVisitBudget(n)) {
     FERRY_ASSIGN_OR_RETURN(plan.arena_size, SweepPass(requests, by_time, &plan.offsets));

@@ -84,8 +84,8 @@ bool RoundUp(size_t value, size_t alignment, size_t* out) {
 struct DeviceMemory {
   Device device;
   DeviceRuntime* runtime = nullptr;
-  std::vector<BufferRequest> requests;
-  std::vector<int32_t> owners;  // per request: buffer index, or -(instance + 1) for scratch
+  LargeTable<BufferRequest> requests;
+  LargeTable<int32_t> owners;  // per request: buffer index, or -(instance + 1) for scratch
   std::vector<std::pair<int32_t, size_t>> replicas;  // constant replica buffer, offset
   size_t constant_bytes = 0;
   size_t shared_state_bytes = 0;  // shared states used here (made here or by earlier methods)
@@ -184,22 +184,22 @@ class MethodLoader {
   const std::string mctx_;
 
   // Phase 1.
-  std::vector<const Backend*> backends_;
-  std::vector<const OpSchema*> schemas_;
+  LargeTable<const Backend*> backends_;
+  LargeTable<const OpSchema*> schemas_;
   LargeTable<TensorRef> natural_;     // per value: its layout in an all-host run
-  std::vector<int64_t> view_offset_;  // per value: element offset of a view from its base
+  LargeTable<int64_t> view_offset_;   // per value: element offset of a view from its base
   // Phase 3.
-  std::vector<int32_t> memory_root_;  // per buffer: the non-alias buffer whose memory it uses
-  std::vector<int64_t> root_offset_;  // per buffer: its byte offset in memory_root_'s memory
+  LargeTable<int32_t> memory_root_;  // per buffer: the non-alias buffer whose memory it uses
+  LargeTable<int64_t> root_offset_;  // per buffer: its byte offset in memory_root_'s memory
   // Per buffer: the furthest base it shares memory and layout with (at offset 0), or itself.
-  std::vector<int32_t> same_layout_root_;
+  LargeTable<int32_t> same_layout_root_;
   PlacementInput pin_;
   // Phase 2.
   PlacementOptions popt_;
   // Devices the method declared that the map sent elsewhere, for labels ("cuda:0 (as sim:0)").
   absl::flat_hash_map<Device, Device> label_map_;
   // Phase 4.
-  std::vector<int32_t> instance_of_node_;
+  LargeTable<int32_t> instance_of_node_;
   // Phases 5 and 7.
   std::vector<DeviceMemory> memory_;  // host first, then the plan's devices
   DeviceRuntime* pinning_ = nullptr;  // the device whose pinned memory holds the host arena
@@ -210,7 +210,7 @@ class MethodLoader {
   std::vector<std::pair<int32_t, std::shared_ptr<void>>> reused_;
   std::vector<std::pair<int32_t, ReplicaKey>> to_share_;
   std::vector<bool> reused_buffer_;  // per buffer
-  std::vector<std::shared_ptr<DeviceBuffer>> region_of_buffer_;  // per replica buffer made here
+  LargeTable<std::shared_ptr<DeviceBuffer>> region_of_buffer_;  // per replica buffer made here
   // Shared states: those the program holds already, and those this method makes.
   std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_reused_;
   std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_made_;
@@ -372,7 +372,7 @@ absl::Status MethodLoader::ResolveLayouts() {
   }
   // The all-host layouts are done with: their memory goes back for the phases after this one.
   LargeTable<TensorRef>().swap(natural_);
-  std::vector<int64_t>().swap(view_offset_);
+  LargeTable<int64_t>().swap(view_offset_);
   return absl::OkStatus();
 }
 
@@ -856,7 +856,7 @@ void MethodLoader::BuildSteps() {
       pending.push_back(r);
     }
   };
-  auto sync_all = [&](std::vector<Step>& out, int32_t node) {
+  auto sync_all = [&](auto& out, int32_t node) {
     for (DeviceRuntime* r : pending) {
       Step s;
       s.kind = Step::Kind::kSync;

@@ -117,8 +117,8 @@ class HostStepTables {
  private:
   LargeTable<OpArg> args_;
   LargeTable<TensorRef*> results_;
-  std::vector<ViewFixup> views_;
-  std::vector<Pending> pending_;
+  LargeTable<ViewFixup> views_;
+  LargeTable<Pending> pending_;
   LargeTable<HostStep> steps_;
 };
 

@@ -133,8 +133,8 @@ class MethodImpl {
 
   // One TensorRef per planned buffer; never resized after load (steps point into it).
   LargeTable<TensorRef> refs_;
-  std::vector<DeviceRuntime*> buffer_runtime_;
-  std::vector<int64_t> alias_offset_;  // per buffer: byte offset of an alias from its base
+  LargeTable<DeviceRuntime*> buffer_runtime_;
+  LargeTable<int64_t> alias_offset_;  // per buffer: byte offset of an alias from its base
   // Per output: the buffer whose memory a caller's buffer bound to it replaces (the output's own,
   // or the base an in-place result shares memory and layout with).
   std::vector<int32_t> output_targets_;
@@ -152,7 +152,7 @@ class MethodImpl {
   std::vector<std::unique_ptr<DelegateInstance>> instances_;
   std::vector<DelegateExec> delegates_;
   std::vector<TensorRef*> delegate_refs_;
-  std::vector<Step> steps_;
+  LargeTable<Step> steps_;
   std::vector<Step> final_syncs_;
 
   std::vector<bool> input_set_;
