@@ -5,7 +5,9 @@
 //  - BM_Load: the steady state, after one untimed load; Google Benchmark fits the complexity (the
 //    exponent). The minor page faults per node say whether the allocator kept the memory a load
 //    needs or gave it back to the system between loads (glibc's choice, by the process's history).
-//  - BM_LoadAddChain: the same for a chain of adds of one constant (the peers harness's graph).
+//  - BM_LoadAddChain: the same for a chain of adds of one constant (the peers harness's graph);
+//    BM_ReadAddChain and BM_LoadMethodAddChain: its two halves alone, Program::FromBytes and
+//    Runtime::LoadMethod of a program kept between loads.
 //  - BM_LoadInPlaceChain: a chain of in-place adds to one input (one alias group of N buffers).
 //  - BM_LoadManyOutputs: N results of one input, all returned (N buffers live at once).
 //  - BM_LoadParts: the same split into verify, placement, planning, materialization and teardown,
@@ -27,6 +29,7 @@
 #include "benchmark/benchmark.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
+#include "ferry/memory/huge_pages.h"
 #include "ferry/runtime/runtime.h"
 
 namespace ferry {
@@ -279,6 +282,9 @@ void BM_LoadColdStart(benchmark::State& state) {
     const pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
+      // A fresh process holds no freed tables to reuse (memory/huge_pages.h); the parent's would
+      // be copied on write here.
+      ReleaseCachedLargeTables();
       const long before = MinorFaults();
       auto t0 = Clock::now();
       absl::Status s = LoadOnce(rt, bytes);

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 namespace ferry {
 namespace {
@@ -42,7 +45,77 @@ bool LargeTablesMapped() {
 #endif
 }
 
+// Freed table mappings kept for the next table of the same size (a reload of the same method asks
+// for the same sizes), so that it neither faults nor has the kernel zero fresh pages again. At
+// most kLargeTableCacheBytes are kept; the oldest go back to the system first.
+class TableCache {
+ public:
+  static TableCache& Get() {
+    static TableCache* cache = new TableCache;  // never destroyed: tables may outlive statics
+    return *cache;
+  }
+
+  void* Take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = kept_.size(); i-- > 0;) {
+      if (kept_[i].second != bytes) continue;
+      void* p = kept_[i].first;
+      kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(i));
+      kept_bytes_ -= bytes;
+      return p;
+    }
+    return nullptr;
+  }
+
+  void Put(void* p, size_t bytes) {
+    std::vector<std::pair<void*, size_t>> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (bytes <= kLargeTableCacheBytes) {
+        size_t first_kept = 0;
+        while (kept_bytes_ + bytes > kLargeTableCacheBytes) {
+          kept_bytes_ -= kept_[first_kept].second;
+          dropped.push_back(kept_[first_kept++]);
+        }
+        kept_.erase(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(first_kept));
+        kept_.emplace_back(p, bytes);
+        kept_bytes_ += bytes;
+      } else {
+        dropped.emplace_back(p, bytes);
+      }
+    }
+    for (const auto& [q, n] : dropped) munmap(q, n);
+  }
+
+  size_t Release() {
+    std::vector<std::pair<void*, size_t>> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dropped.swap(kept_);
+      kept_bytes_ = 0;
+    }
+    size_t released = 0;
+    for (const auto& [q, n] : dropped) {
+      munmap(q, n);
+      released += n;
+    }
+    return released;
+  }
+
+  size_t kept_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kept_bytes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<void*, size_t>> kept_;  // (mapping, bytes), oldest first
+  size_t kept_bytes_ = 0;
+};
+
 }  // namespace
+
+size_t ReleaseCachedLargeTables() { return TableCache::Get().Release(); }
 
 void* MapHugePageMemory(size_t bytes, int prot) {
   if (bytes < kHugePageBytes || bytes > SIZE_MAX - kHugePageBytes) {
@@ -70,12 +143,16 @@ bool MapsLargeTable(size_t bytes) {
 }
 
 void* MapLargeTable(size_t bytes) {
-  void* p = MapHugePageMemory(RoundUpToHugePages(bytes), PROT_READ | PROT_WRITE);
+  const size_t mapped = RoundUpToHugePages(bytes);
+  if (void* kept = TableCache::Get().Take(mapped)) return kept;
+  void* p = MapHugePageMemory(mapped, PROT_READ | PROT_WRITE);
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 
-void UnmapLargeTable(void* p, size_t bytes) { munmap(p, RoundUpToHugePages(bytes)); }
+void UnmapLargeTable(void* p, size_t bytes) { TableCache::Get().Put(p, RoundUpToHugePages(bytes)); }
+
+size_t CachedLargeTableBytes() { return TableCache::Get().kept_bytes(); }
 
 }  // namespace internal
 }  // namespace ferry

@@ -14,6 +14,11 @@
 // when the kernel's transparent huge pages are off ("never" in
 // /sys/kernel/mm/transparent_hugepage/enabled) and under AddressSanitizer, whose checks cover
 // only heap memory. Out of memory is std::bad_alloc, as for std::allocator.
+//
+// Freed tables are kept, up to kLargeTableCacheBytes in all, and handed to the next table of the
+// same size: loading the same method again reuses the previous load's pages instead of faulting
+// in fresh ones (which the kernel zeroes, at a few GB/s). ReleaseCachedLargeTables gives them
+// back to the system.
 #ifndef FERRY_MEMORY_HUGE_PAGES_H_
 #define FERRY_MEMORY_HUGE_PAGES_H_
 
@@ -27,11 +32,16 @@ namespace ferry {
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 // Tables of at least this many bytes are mapped on huge pages.
 inline constexpr size_t kLargeTableBytes = size_t{1} << 20;
+// At most this many bytes of freed tables are kept for reuse.
+inline constexpr size_t kLargeTableCacheBytes = size_t{256} << 20;
 
 // An anonymous mapping of `bytes` (a multiple of the page size) with `prot` (PROT_* flags), or
 // nullptr (errno set). Mappings of at least kHugePageBytes start on a huge-page boundary and ask
 // for huge pages (a hint the kernel may ignore). Release with munmap(p, bytes).
 void* MapHugePageMemory(size_t bytes, int prot);
+
+// Unmaps the freed tables kept for reuse; returns their bytes. Thread-safe.
+size_t ReleaseCachedLargeTables();
 
 namespace internal {
 // Whether tables of `bytes` are mapped (true) or taken from the heap.
@@ -39,6 +49,8 @@ bool MapsLargeTable(size_t bytes);
 // A mapping for a table of `bytes` when MapsLargeTable(bytes); throws std::bad_alloc.
 void* MapLargeTable(size_t bytes);
 void UnmapLargeTable(void* p, size_t bytes);
+// The bytes of freed tables kept for reuse now.
+size_t CachedLargeTableBytes();
 }  // namespace internal
 
 template <typename T>

@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -96,6 +98,51 @@ TEST(HugePages, ATableKeepsItsContentAcrossTheThresholdBothWays) {
   EXPECT_EQ(copy, big);
   copy = table;
   EXPECT_EQ(copy, table);
+}
+
+TEST(HugePages, AFreedTableIsReusedByTheNextOfItsSizeUntilReleased) {
+  if (!internal::MapsLargeTable(kLargeTableBytes)) {
+    GTEST_SKIP() << "large tables come from the heap here";
+  }
+  const size_t n = 3 * kHugePageBytes / sizeof(int32_t);  // 6 MiB
+  const int32_t* first = nullptr;
+  {
+    LargeTable<int32_t> table(n, 7);
+    first = table.data();
+  }
+  EXPECT_GE(internal::CachedLargeTableBytes(), 3 * kHugePageBytes);
+  {
+    LargeTable<int32_t> again(n);  // value-initialized: the old content does not show through
+    EXPECT_EQ(again.data(), first);
+    EXPECT_EQ(std::count(again.begin(), again.end(), 0), static_cast<std::ptrdiff_t>(n));
+  }
+  EXPECT_GE(ReleaseCachedLargeTables(), 3 * kHugePageBytes);
+  EXPECT_EQ(internal::CachedLargeTableBytes(), 0u);
+}
+
+TEST(HugePages, TheTablesKeptForReuseAreBounded) {
+  if (!internal::MapsLargeTable(kLargeTableBytes)) {
+    GTEST_SKIP() << "large tables come from the heap here";
+  }
+  ReleaseCachedLargeTables();
+  {
+    // Freed at the end of the scope: more than the cache keeps, in tables of distinct sizes.
+    std::vector<LargeTable<uint8_t>> tables;
+    size_t total = 0;
+    for (size_t i = 1; total <= kLargeTableCacheBytes + 8 * kHugePageBytes; ++i) {
+      tables.emplace_back().reserve(i * kHugePageBytes);  // mapped, never touched
+      total += i * kHugePageBytes;
+    }
+  }
+  EXPECT_LE(internal::CachedLargeTableBytes(), kLargeTableCacheBytes);
+  EXPECT_GT(internal::CachedLargeTableBytes(), 0u);
+  // A table larger than the whole cache is never kept.
+  ReleaseCachedLargeTables();
+  {
+    LargeTable<uint8_t> huge;
+    huge.reserve(kLargeTableCacheBytes + kHugePageBytes);
+  }
+  EXPECT_EQ(internal::CachedLargeTableBytes(), 0u);
 }
 
 TEST(HugePages, MapHugePageMemoryAlignsLargeMappings) {
