@@ -3,12 +3,14 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -143,6 +145,28 @@ TEST(HugePages, TheTablesKeptForReuseAreBounded) {
     huge.reserve(kLargeTableCacheBytes + kHugePageBytes);
   }
   EXPECT_EQ(internal::CachedLargeTableBytes(), 0u);
+}
+
+// Threads loading at once take and give back tables of the same sizes: no table is handed to two
+// of them (each fills its own with its own number and finds it intact).
+TEST(HugePages, ThreadsNeverShareATable) {
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  std::atomic<int> corrupted{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &corrupted] {
+      for (int round = 0; round < 20; ++round) {
+        LargeTable<int32_t> table(kHugePageBytes / sizeof(int32_t), t);
+        std::this_thread::yield();
+        if (std::count(table.begin(), table.end(), t) !=
+            static_cast<std::ptrdiff_t>(table.size())) {
+          ++corrupted;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(corrupted.load(), 0);
 }
 
 TEST(HugePages, MapHugePageMemoryAlignsLargeMappings) {
