@@ -9,9 +9,9 @@
 //
 // It brings the runtime (Runtime, Method, TensorView, Backend), programs (Program, the
 // ProgramBuilder that writes them, the method model and its placement plan), devices and their
-// runtimes, the op registry, and the status macros FERRY_RETURN_IF_ERROR and
-// FERRY_ASSIGN_OR_RETURN. Each header states its own contract; docs/placement.md states the rules
-// the plan follows.
+// runtimes, the huge-page tables loading builds (ReleaseCachedLargeTables), the op registry, and
+// the status macros FERRY_RETURN_IF_ERROR and FERRY_ASSIGN_OR_RETURN. Each header states its own
+// contract; docs/placement.md states the rules the plan follows.
 #ifndef FERRY_FERRY_H_
 #define FERRY_FERRY_H_
 
@@ -27,6 +27,7 @@
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_runtime.h"
 #include "ferry/memory/device_type.h"
+#include "ferry/memory/huge_pages.h"
 #include "ferry/memory/status_macros.h"
 #include "ferry/runtime/backend.h"
 #include "ferry/runtime/method.h"

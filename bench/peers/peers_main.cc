@@ -41,6 +41,7 @@
 #include "absl/strings/str_join.h"
 #include "bench/peers/onnx_writer.h"
 #include "bench/peers/ort_peer.h"
+#include "ferry/kernels/internal/host_blas.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
 #include "ferry/memory/status_macros.h"
@@ -622,10 +623,10 @@ std::string Table(const std::vector<Row>& rows, const std::string& ort_version,
                   const std::string& command) {
   std::string t = absl::StrFormat(
       "Measured on %s on %s (%u CPUs), ONNX Runtime %s (the CPU library of npm "
-      "`onnxruntime-node`), Ferry built %s, with `%s`. Both sides on one thread; medians of "
-      "interleaved repetitions; ratio < 1: Ferry is faster.\n\n",
+      "`onnxruntime-node`), Ferry built %s (host BLAS kernels: %s), with `%s`. Both sides on "
+      "one thread; medians of interleaved repetitions; ratio < 1: Ferry is faster.\n\n",
       Today(), CpuModel(), std::thread::hardware_concurrency(), ort_version, FERRY_PEERS_BUILD_TYPE,
-      command);
+      internal::HostBlasKernels(), command);
   absl::StrAppend(&t, "| workload | Ferry | ONNX Runtime | Ferry / ORT | ONNX Runtime path |\n",
                   "| --- | --- | --- | --- | --- |\n");
   for (const Row& r : rows) {

@@ -22,6 +22,7 @@ void InitOnce() {
 }  // namespace
 
 bool HaveHostBlas() { return true; }
+const char* HostBlasKernels() { return openblas_get_corename(); }
 bool HostBlasEnabled() { return g_enabled.load(std::memory_order_relaxed); }
 void UseHostBlas(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
 

@@ -23,6 +23,10 @@ bool HaveHostBlas();
 bool HostBlasEnabled();
 void UseHostBlas(bool enabled);
 
+// The kernels the host BLAS picked for this CPU at start-up (OpenBLAS's core name, e.g.
+// "Haswell" for its AVX2 kernels, "SkylakeX" or "Cooperlake" for AVX-512); "none" without one.
+const char* HostBlasKernels();
+
 // The most threads one product uses; n < 1 counts as 1. A no-op without a host BLAS.
 void SetHostBlasThreads(int n);
 int HostBlasThreads();

@@ -4,6 +4,7 @@
 namespace ferry::internal {
 
 bool HaveHostBlas() { return false; }
+const char* HostBlasKernels() { return "none"; }
 bool HostBlasEnabled() { return false; }
 void UseHostBlas(bool) {}
 void SetHostBlasThreads(int) {}

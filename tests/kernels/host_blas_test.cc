@@ -172,6 +172,16 @@ INSTANTIATE_TEST_SUITE_P(BlasOnAndOff, HostBlasTest, ::testing::Bool(),
                            return std::string(info.param ? "Blas" : "FerryLoops");
                          });
 
+TEST(HostBlas, NamesTheKernelsItPicked) {
+  const std::string kernels = internal::HostBlasKernels();
+  if (!internal::HaveHostBlas()) {
+    EXPECT_EQ(kernels, "none");
+  } else {
+    EXPECT_FALSE(kernels.empty());
+    EXPECT_NE(kernels, "none");
+  }
+}
+
 TEST(HostBlas, ThreadsDefaultToOneAndFollowTheSetting) {
   if (!internal::HaveHostBlas()) GTEST_SKIP() << "built without a host BLAS";
   EXPECT_EQ(internal::HostBlasThreads(), 1);
