@@ -12,8 +12,8 @@
 // pages (rounded up to whole 2 MiB pages, so at most 2x the bytes of the smallest of them) and
 // smaller ones from the heap, as std::allocator does. It falls back to the heap for every size
 // when the kernel's transparent huge pages are off ("never" in
-// /sys/kernel/mm/transparent_hugepage/enabled) and under AddressSanitizer, whose checks cover
-// only heap memory. Out of memory is std::bad_alloc, as for std::allocator.
+// /sys/kernel/mm/transparent_hugepage/enabled) and under AddressSanitizer and ThreadSanitizer,
+// whose checks cover only heap memory. Out of memory is std::bad_alloc, as for std::allocator.
 //
 // Freed tables are kept, up to kLargeTableCacheBytes in all, and handed to the next table of the
 // same size: loading the same method again reuses the previous load's pages instead of faulting
@@ -23,6 +23,7 @@
 #define FERRY_MEMORY_HUGE_PAGES_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <vector>
