@@ -28,17 +28,19 @@ bool KernelGivesHugePages() {
          (std::strstr(line, "[always]") != nullptr || std::strstr(line, "[madvise]") != nullptr);
 }
 
-bool LargeTablesMapped() {
+// The sanitizers check heap memory only: their builds keep every table there.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return false;  // the sanitizers check heap memory only
+#define FERRY_HEAP_CHECKED 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
     __has_feature(memory_sanitizer)
-  return false;
-#else
-  static const bool mapped = KernelGivesHugePages();
-  return mapped;
+#define FERRY_HEAP_CHECKED 1
 #endif
+#endif
+
+bool LargeTablesMapped() {
+#ifdef FERRY_HEAP_CHECKED
+  return false;
 #else
   static const bool mapped = KernelGivesHugePages();
   return mapped;
