@@ -4,6 +4,18 @@
 #include "absl/strings/str_join.h"
 
 namespace ferry::internal {
+namespace {
+
+// An element loop: shapes have a few dims, where a call to memcmp costs more than the compare.
+bool SameSizes(absl::Span<const int64_t> a, absl::Span<const int64_t> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 absl::Status InferAndCheck(const OpSchema& schema, absl::Span<const OpArg> args,
                            absl::Span<const TensorMeta* const> declared,
@@ -35,7 +47,7 @@ absl::Status InferAndCheck(const OpSchema& schema, absl::Span<const OpArg> args,
     const TensorRef& got = (*results)[r].layout;
     const TensorMeta& want = *declared[r];
     const absl::Span<const int64_t> got_sizes(got.sizes.data(), got.rank);
-    if (got.dtype != want.dtype || got_sizes != absl::MakeConstSpan(want.sizes)) {
+    if (got.dtype != want.dtype || !SameSizes(got_sizes, want.sizes)) {
       TensorMeta inferred{got.dtype, {got_sizes.begin(), got_sizes.end()}, {}};
       return absl::InvalidArgumentError(absl::StrCat(
           context(), ": result ", r, " is declared ", want.ToString(), ", but op \"", schema.name,
