@@ -12,9 +12,7 @@
 namespace ferry {
 namespace {
 
-size_t RoundUpToHugePages(size_t bytes) {
-  return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-}
+constexpr size_t kSmallPageBytes = 4096;
 
 // Whether the kernel gives transparent huge pages to mappings that ask for them: "always" or
 // "madvise" in the setting's brackets. Read once per process.
@@ -144,15 +142,22 @@ bool MapsLargeTable(size_t bytes) {
   return bytes >= kLargeTableBytes && bytes <= SIZE_MAX / 2 && LargeTablesMapped();
 }
 
+size_t MappedTableBytes(size_t bytes) {
+  const size_t page = bytes >= kHugeTableBytes ? kHugePageBytes : kSmallPageBytes;
+  return (bytes + page - 1) / page * page;
+}
+
 void* MapLargeTable(size_t bytes) {
-  const size_t mapped = RoundUpToHugePages(bytes);
+  const size_t mapped = MappedTableBytes(bytes);
   if (void* kept = TableCache::Get().Take(mapped)) return kept;
+  // Below kHugeTableBytes the mapping is smaller than a huge page: MapHugePageMemory maps it on
+  // ordinary pages.
   void* p = MapHugePageMemory(mapped, PROT_READ | PROT_WRITE);
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 
-void UnmapLargeTable(void* p, size_t bytes) { TableCache::Get().Put(p, RoundUpToHugePages(bytes)); }
+void UnmapLargeTable(void* p, size_t bytes) { TableCache::Get().Put(p, MappedTableBytes(bytes)); }
 
 size_t CachedLargeTableBytes() { return TableCache::Get().kept_bytes(); }
 

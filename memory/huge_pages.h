@@ -8,17 +8,20 @@
 //
 //   LargeTable<TensorRef> refs;  // std::vector<TensorRef, LargeTableAllocator<TensorRef>>
 //
-// LargeTableAllocator hands out tables of at least kLargeTableBytes as their own mappings on huge
-// pages (rounded up to whole 2 MiB pages, so at most 2x the bytes of the smallest of them) and
-// smaller ones from the heap, as std::allocator does. It falls back to the heap for every size
-// when the kernel's transparent huge pages are off ("never" in
-// /sys/kernel/mm/transparent_hugepage/enabled) and under AddressSanitizer and ThreadSanitizer,
-// whose checks cover only heap memory. Out of memory is std::bad_alloc, as for std::allocator.
+// LargeTableAllocator hands out tables of at least kLargeTableBytes as their own mappings, and
+// smaller ones from the heap, as std::allocator does. Tables of at least kHugeTableBytes are
+// mapped on huge pages (rounded up to whole 2 MiB pages, so at most 2x the bytes of the smallest
+// of them); those in between on ordinary pages. It falls back to the heap for every size when the
+// kernel's transparent huge pages are off ("never" in /sys/kernel/mm/transparent_hugepage/enabled)
+// and under AddressSanitizer and ThreadSanitizer, whose checks cover only heap memory. Out of
+// memory is std::bad_alloc, as for std::allocator.
 //
 // Freed tables are kept, up to kLargeTableCacheBytes in all, and handed to the next table of the
 // same size: loading the same method again reuses the previous load's pages instead of faulting
-// in fresh ones (which the kernel zeroes, at a few GB/s). ReleaseCachedLargeTables gives them
-// back to the system.
+// in fresh ones (which the kernel zeroes, at a few GB/s). The heap gives no such promise: whether
+// glibc keeps a freed block of a few hundred KiB or returns it to the system depends on the
+// process's history, so the same load may fault on every repetition in one process and never in
+// another. ReleaseCachedLargeTables gives the kept tables back to the system.
 #ifndef FERRY_MEMORY_HUGE_PAGES_H_
 #define FERRY_MEMORY_HUGE_PAGES_H_
 
@@ -31,8 +34,10 @@
 namespace ferry {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+// Tables of at least this many bytes are mappings of their own, kept for reuse when freed.
+inline constexpr size_t kLargeTableBytes = size_t{128} << 10;
 // Tables of at least this many bytes are mapped on huge pages.
-inline constexpr size_t kLargeTableBytes = size_t{1} << 20;
+inline constexpr size_t kHugeTableBytes = size_t{1} << 20;
 // At most this many bytes of freed tables are kept for reuse.
 inline constexpr size_t kLargeTableCacheBytes = size_t{256} << 20;
 
@@ -47,6 +52,9 @@ size_t ReleaseCachedLargeTables();
 namespace internal {
 // Whether tables of `bytes` are mapped (true) or taken from the heap.
 bool MapsLargeTable(size_t bytes);
+// The bytes of the mapping that holds a table of `bytes`: whole huge pages from kHugeTableBytes,
+// whole 4 KiB pages below.
+size_t MappedTableBytes(size_t bytes);
 // A mapping for a table of `bytes` when MapsLargeTable(bytes); throws std::bad_alloc.
 void* MapLargeTable(size_t bytes);
 void UnmapLargeTable(void* p, size_t bytes);

@@ -135,7 +135,7 @@ TEST_F(ProgramTest, FromBytesCopiesALargeProgramIntact) {
   ValueId c = m.ConstantF32("w", {1 << 20}, w);
   m.Output(m.Op("add", {x, c}));
   ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, pb.Build());
-  ASSERT_GE(bytes.size(), 2 * kLargeTableBytes);
+  ASSERT_GE(bytes.size(), 2 * kHugeTableBytes);
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(bytes));
   EXPECT_TRUE(Aligned64(program->bytes().data()));
   if (internal::MapsLargeTable(bytes.size())) {

@@ -82,9 +82,49 @@ TEST(HugePages, AMappedTableStartsOnAHugePageAndAsksForHugePages) {
   EXPECT_TRUE(absl::StrContains(flags, " hg")) << flags;  // MADV_HUGEPAGE
 }
 
+TEST(HugePages, MappingsAreWholePagesOfTheirTier) {
+  constexpr size_t kPage = 4096;
+  EXPECT_EQ(internal::MappedTableBytes(kLargeTableBytes), kLargeTableBytes);
+  EXPECT_EQ(internal::MappedTableBytes(kLargeTableBytes + 1), kLargeTableBytes + kPage);
+  EXPECT_EQ(internal::MappedTableBytes(kHugeTableBytes - 1), kHugeTableBytes);
+  EXPECT_EQ(internal::MappedTableBytes(kHugeTableBytes), kHugePageBytes);
+  EXPECT_EQ(internal::MappedTableBytes(kHugePageBytes + 1), 2 * kHugePageBytes);
+}
+
+// A table between the two thresholds: a mapping of ordinary pages, kept and reused like the huge
+// ones, so that a reload does not depend on whether the heap kept a block of its size.
+TEST(HugePages, AMidSizedTableIsMappedOnOrdinaryPagesAndReused) {
+  if (!internal::MapsLargeTable(kLargeTableBytes)) {
+    GTEST_SKIP() << "large tables come from the heap here";
+  }
+  ReleaseCachedLargeTables();
+  const size_t n = 2 * kLargeTableBytes / sizeof(int32_t);  // 256 KiB
+  const int32_t* first = nullptr;
+  {
+    LargeTable<int32_t> table(n, 3);
+    first = table.data();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 4096, 0u);
+    const std::string flags = VmFlagsOf(first);
+    ASSERT_FALSE(flags.empty()) << "no mapping in /proc/self/smaps holds the table";
+    EXPECT_FALSE(absl::StrContains(flags, " hg")) << flags;
+  }
+  EXPECT_EQ(internal::CachedLargeTableBytes(), 2 * kLargeTableBytes);
+  {
+    LargeTable<int32_t> again(n);
+    EXPECT_EQ(again.data(), first);
+    EXPECT_EQ(std::count(again.begin(), again.end(), 0), static_cast<std::ptrdiff_t>(n));
+  }
+  // Another size does not take it.
+  {
+    LargeTable<int32_t> other(n + 4096 / sizeof(int32_t));
+    EXPECT_NE(other.data(), first);
+  }
+  EXPECT_EQ(ReleaseCachedLargeTables(), 2 * kLargeTableBytes + (2 * kLargeTableBytes + 4096));
+}
+
 TEST(HugePages, ATableKeepsItsContentAcrossTheThresholdBothWays) {
   LargeTable<int64_t> table;
-  const size_t large = 3 * kLargeTableBytes / sizeof(int64_t) + 7;  // past 2 MiB: whole pages
+  const size_t large = 3 * kHugeTableBytes / sizeof(int64_t) + 7;  // past 2 MiB: whole pages
   for (size_t i = 0; i < large; ++i) table.push_back(static_cast<int64_t>(i) * 3 - 1);
   ASSERT_EQ(table.size(), large);
   for (size_t i = 0; i < large; i += 4099) ASSERT_EQ(table[i], static_cast<int64_t>(i) * 3 - 1);
