@@ -274,7 +274,12 @@ class Placer {
   // group, named by its root value.
   void ComputeGroups() {
     group_.resize(m_.values.size());
-    for (size_t v = 0; v < m_.values.size(); ++v) group_[v] = static_cast<ValueId>(v);
+    kind_.resize(m_.values.size());
+    for (size_t v = 0; v < m_.values.size(); ++v) {
+      group_[v] = static_cast<ValueId>(v);
+      kind_[v] = m_.values[v].kind;
+      has_state_ = has_state_ || kind_[v] == ValueKind::kState;
+    }
     for (size_t n = 0; n < m_.nodes.size(); ++n) {
       const NodeDef& node = m_.nodes[n];
       const NodeEffects& e = in_.effects[n];
@@ -283,6 +288,8 @@ class Placer {
       }
     }
   }
+
+  bool IsTensor(ValueId v) const { return kind_[v] != ValueKind::kScalar; }
 
   bool IsShapeOnly(int32_t n, int32_t arg) const {
     const auto& s = in_.effects[n].shape_only_args;
@@ -305,15 +312,16 @@ class Placer {
     // P9: an input passed on a device lives on the device of its first device reader.
     std::vector<bool> input_placed;
     if (opt_.skip_h2d_for_method_inputs) input_placed.assign(nv, false);
+    if (!has_state_ && input_placed.empty()) return absl::OkStatus();  // every home is the host
     for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
       const NodeDef& node = m_.nodes[n];
       const Device& d = plan_.nodes[n].device;
       for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
         const ValueId v = node.args[a];
-        if (!m_.values[v].is_tensor() || IsShapeOnly(n, a)) continue;
+        if (!IsTensor(v) || IsShapeOnly(n, a)) continue;
         const ValueId g = group_[v];
-        if (m_.values[g].kind == ValueKind::kState) add_device(state_use[g].readers, d);
-        if (!input_placed.empty() && !d.is_host() && m_.values[v].kind == ValueKind::kInput &&
+        if (kind_[g] == ValueKind::kState) add_device(state_use[g].readers, d);
+        if (!input_placed.empty() && !d.is_host() && kind_[v] == ValueKind::kInput &&
             !input_placed[v]) {
           input_placed[v] = true;
           plan_.value_homes[v] = d;
@@ -321,7 +329,7 @@ class Placer {
       }
       for (int32_t a : in_.effects[n].written_args) {
         const ValueId g = group_[node.args[a]];
-        if (m_.values[g].kind != ValueKind::kState) continue;
+        if (kind_[g] != ValueKind::kState) continue;
         StateUse& use = state_use[g];
         add_device(use.writers, d);
         use.writer_nodes.push_back(n);
@@ -362,7 +370,7 @@ class Placer {
     phys_.push_back(alias_of >= 0 ? phys_[alias_of] : id);
     version_.push_back(group_version_[group_[v]]);  // read only where it is its memory's root
     group_next_.push_back(-1);
-    if (kind != BufferKind::kProgramData || m_.values[v].kind == ValueKind::kConstant) {
+    if (kind != BufferKind::kProgramData || kind_[v] == ValueKind::kConstant) {
       // Appended to the group's list, which keeps creation order.
       const ValueId g = group_[v];
       if (group_tail_[g] < 0) {
@@ -494,9 +502,7 @@ class Placer {
     MarkCurrent(b);
   }
 
-  bool IsConstantGroup(ValueId v) const {
-    return m_.values[group_[v]].kind == ValueKind::kConstant;
-  }
+  bool IsConstantGroup(ValueId v) const { return kind_[group_[v]] == ValueKind::kConstant; }
 
   // The buffers holding value v (not the program data of a state's initial value).
   std::vector<int32_t> InstancesOf(ValueId v) const {
@@ -506,7 +512,7 @@ class Placer {
         out.push_back(b);
       }
     }
-    if (m_.values[v].kind == ValueKind::kConstant) out.push_back(home_buffer_[v]);
+    if (kind_[v] == ValueKind::kConstant) out.push_back(home_buffer_[v]);
     return out;
   }
 
@@ -698,7 +704,7 @@ class Placer {
     // Reads (copies are made before the node runs).
     for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
       ValueId v = node.args[a];
-      if (!m_.values[v].is_tensor()) continue;
+      if (!IsTensor(v)) continue;
       if (IsShapeOnly(n, a)) continue;
       if (a < static_cast<int32_t>(node.arg_dim_orders.size()) && !node.arg_dim_orders[a].empty()) {
         const std::vector<int32_t> wanted = CanonicalOrder(node.arg_dim_orders[a]);
@@ -710,7 +716,7 @@ class Placer {
     // Shape-only readers need no copy: any buffer of the value carries its shape.
     for (int32_t a : effects.shape_only_args) {
       ValueId v = node.args[a];
-      if (!m_.values[v].is_tensor() || placed.arg_buffers[a] >= 0) continue;
+      if (!IsTensor(v) || placed.arg_buffers[a] >= 0) continue;
       int32_t b = -1;
       b = FindInstance(v, d, NaturalOrder(v));
       if (b < 0) b = home_buffer_[v] >= 0 ? home_buffer_[v] : host_instance_[v];
@@ -988,6 +994,8 @@ class Placer {
   // DeviceLabel's answers; a deque, so the references it returns stay valid as it grows.
   mutable std::deque<std::pair<Device, std::string>> device_labels_;
   LargeTable<ValueId> group_;          // per value: root of its alias group
+  LargeTable<ValueKind> kind_;         // per value: m_.values[v].kind, compact for the passes
+  bool has_state_ = false;             // some value is a state
   LargeTable<int64_t> group_version_;  // per group root
   // Per group root, the buffers of the group in creation order (a list through group_next_).
   LargeTable<int32_t> group_head_, group_tail_;
