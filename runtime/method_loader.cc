@@ -421,7 +421,8 @@ absl::Status MethodLoader::InitBackends() {
 absl::Status MethodLoader::CheckSignature(size_t n, const DelegateInit& init,
                                           const DelegateSignature& signature) const {
   const NodeDef& node = m_.nodes[n];
-  const std::string who = absl::StrCat(NodeContext(n), ": delegate \"", node.backend, "\"");
+  // The messages' subject, built only on error.
+  auto who = [&] { return absl::StrCat(NodeContext(n), ": delegate \"", node.backend, "\""); };
   // Tensor arguments, in call order.
   size_t k = 0;
   for (size_t a = 0; a < init.args.size(); ++a) {
@@ -429,25 +430,25 @@ absl::Status MethodLoader::CheckSignature(size_t n, const DelegateInit& init,
     if (arg.rank < 0) continue;
     if (k >= signature.tensor_args.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          who, " is called with tensor argument ", a, " (\"", m_.values[node.args[a]].name,
+          who(), " is called with tensor argument ", a, " (\"", m_.values[node.args[a]].name,
           "\"), but its payload reads only ", signature.tensor_args.size(), " tensors"));
     }
     const TensorSpec& spec = signature.tensor_args[k++];
     const absl::Span<const int64_t> sizes(arg.sizes.data(), arg.rank);
-    if (spec.dtype != arg.dtype || absl::MakeConstSpan(spec.sizes) != sizes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          who, ": argument ", a, " (\"", m_.values[node.args[a]].name, "\") is declared ",
-          SpecString(arg.dtype, sizes), ", but the backend's payload reads ",
-          SpecString(spec.dtype, spec.sizes)));
+    if (spec.dtype != arg.dtype || !SameSizes(spec.sizes, sizes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who(), ": argument ", a, " (\"", m_.values[node.args[a]].name,
+                       "\") is declared ", SpecString(arg.dtype, sizes),
+                       ", but the backend's payload reads ", SpecString(spec.dtype, spec.sizes)));
     }
   }
   if (k != signature.tensor_args.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(who, " passes ", k,
+    return absl::InvalidArgumentError(absl::StrCat(who(), " passes ", k,
                                                    " tensor arguments, but its payload reads ",
                                                    signature.tensor_args.size()));
   }
   if (signature.results.size() != init.results.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(who, " declares ", init.results.size(),
+    return absl::InvalidArgumentError(absl::StrCat(who(), " declares ", init.results.size(),
                                                    " results, but its payload produces ",
                                                    signature.results.size()));
   }
@@ -455,9 +456,9 @@ absl::Status MethodLoader::CheckSignature(size_t n, const DelegateInit& init,
     const TensorRef& result = init.results[r];
     const TensorSpec& spec = signature.results[r];
     const absl::Span<const int64_t> sizes(result.sizes.data(), result.rank);
-    if (spec.dtype != result.dtype || absl::MakeConstSpan(spec.sizes) != sizes) {
+    if (spec.dtype != result.dtype || !SameSizes(spec.sizes, sizes)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          who, ": result ", r, " (\"", m_.values[node.results[r]].name, "\") is declared ",
+          who(), ": result ", r, " (\"", m_.values[node.results[r]].name, "\") is declared ",
           SpecString(result.dtype, sizes), ", but the backend's payload produces ",
           SpecString(spec.dtype, spec.sizes)));
     }

@@ -4,18 +4,6 @@
 #include "absl/strings/str_join.h"
 
 namespace ferry::internal {
-namespace {
-
-// An element loop: shapes have a few dims, where a call to memcmp costs more than the compare.
-bool SameSizes(absl::Span<const int64_t> a, absl::Span<const int64_t> b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 absl::Status InferAndCheck(const OpSchema& schema, absl::Span<const OpArg> args,
                            absl::Span<const TensorMeta* const> declared,

@@ -122,6 +122,16 @@ class HostStepTables {
   LargeTable<HostStep> steps_;
 };
 
+// Whether two shapes are equal. An element loop: shapes have a few dims, where a call to memcmp
+// (what comparing spans does) costs more than the comparison.
+inline bool SameSizes(absl::Span<const int64_t> a, absl::Span<const int64_t> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 // Runs schema.infer and checks the inferred results against the declared metadata of the result
 // values (dtype and sizes). `results` is resized to the op's result count. `context` gives the
 // prefix of messages ("method \"forward\", node 3 (add)"); it is called only on error.

@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
+#include "ferry/kernels/op_registry.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_buffer.h"
@@ -18,6 +17,8 @@
 #include "ferry/memory/sim_device.h"
 #include "ferry/runtime/plan_printer.h"
 #include "ferry/runtime/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/conformance/conformance_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -182,6 +183,71 @@ std::unique_ptr<Program> ReluProgram(int64_t rows, int64_t cols,
   }
   std::vector<uint8_t> bytes = std::move(pb.Build()).value();
   return std::move(Program::FromBytes(bytes)).value();
+}
+
+// A host op's declared results must be what the runtime's op produces. These programs are
+// written with a registry whose "add" declares another result (any writer could); the runtime's
+// "add" of two float32 [2, 3] tensors produces float32 [2, 3].
+std::vector<uint8_t> AddDeclaring(InferFn declares) {
+  OpRegistry writer;
+  OpSchema add;
+  add.name = "add";
+  add.min_args = add.max_args = 2;
+  add.infer = declares;
+  add.kernel = [](absl::Span<const OpArg>, absl::Span<TensorRef* const>) {
+    return absl::OkStatus();
+  };
+  EXPECT_OK(writer.Register(add));
+  ProgramBuilder pb(&writer);
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {2, 3});
+  ValueId y = m.Input("y", DType::kFloat32, {2, 3});
+  m.Output(m.Op("add", {x, y}, "sum"));
+  return std::move(pb.Build()).value();
+}
+
+template <DType kDType, int64_t... kSizes>
+absl::Status Declares(absl::Span<const OpArg>, absl::Span<InferredResult> results) {
+  results[0].layout = TensorRef::Contiguous(kDType, {kSizes...});
+  return absl::OkStatus();
+}
+
+TEST(HostOpContract, DeclaredResultsThatDisagreeWithTheOpAreRefusedAtLoad) {
+  struct Case {
+    InferFn declares;
+    std::string expected;  // empty: loads
+  };
+  const Case cases[] = {
+      {&Declares<DType::kFloat32, 2, 3>, ""},
+      {&Declares<DType::kFloat32, 3, 2>,
+       "is declared float32[3, 2], but op \"add\" produces "
+       "float32[2, 3]"},
+      {&Declares<DType::kFloat32, 2, 3, 1>,
+       "is declared float32[2, 3, 1], but op \"add\" "
+       "produces float32[2, 3]"},
+      {&Declares<DType::kFloat32, 2>,
+       "is declared float32[2], but op \"add\" produces "
+       "float32[2, 3]"},
+      {&Declares<DType::kFloat32>,
+       "is declared float32[], but op \"add\" produces "
+       "float32[2, 3]"},
+      {&Declares<DType::kInt64, 2, 3>,
+       "is declared int64[2, 3], but op \"add\" produces "
+       "float32[2, 3]"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.expected);
+    ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(AddDeclaring(c.declares)));
+    Runtime rt;
+    absl::StatusOr<std::unique_ptr<Method>> method = rt.LoadMethod(*program, "forward");
+    if (c.expected.empty()) {
+      EXPECT_OK(method.status());
+    } else {
+      EXPECT_THAT(method, StatusIs(absl::StatusCode::kInvalidArgument,
+                                   AllOf(HasSubstr("node 0 (sum)"), HasSubstr("result 0"),
+                                         HasSubstr(c.expected))));
+    }
+  }
 }
 
 TEST(MemoryBudget, TensorLargerThanTheHostIsRefusedBeforeAnyAllocation) {
