@@ -6,6 +6,9 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -846,16 +849,27 @@ class Placer {
   // allocates only a hash map of views into the method's names.
   void NameDiagnostics() {
     const size_t nv = m_.values.size();
-    absl::flat_hash_map<absl::string_view, ValueId> first;  // name -> its first value
-    first.reserve(nv);
+    // The set holds value ids (4 bytes a slot, so that it stays in cache on large methods) and
+    // compares them by name: the first value of each name.
+    struct NameHash {
+      const MethodDef* m;
+      size_t operator()(ValueId v) const {
+        return absl::HashOf(absl::string_view(m->values[v].name));
+      }
+    };
+    struct SameName {
+      const MethodDef* m;
+      bool operator()(ValueId a, ValueId b) const { return m->values[a].name == m->values[b].name; }
+    };
+    absl::flat_hash_set<ValueId, NameHash, SameName> first(nv, NameHash{&m_}, SameName{&m_});
     absl::flat_hash_map<absl::string_view, size_t> group_of;  // name -> index in `groups`
     std::vector<std::vector<ValueId>> groups;                // values per duplicated name
     for (size_t v = 0; v < nv; ++v) {
       const auto id = static_cast<ValueId>(v);
-      auto [it, inserted] = first.try_emplace(m_.values[v].name, id);
+      auto [it, inserted] = first.insert(id);
       if (inserted) continue;
       auto [group, added] = group_of.try_emplace(m_.values[v].name, groups.size());
-      if (added) groups.push_back({it->second});
+      if (added) groups.push_back({*it});
       groups[group->second].push_back(id);
     }
     // A name shared by many values (a generator that names every result after its op) lists a
