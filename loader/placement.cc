@@ -846,11 +846,11 @@ class Placer {
 
   // Values of a method that share a name warn, once per name: the copy manifest and diagnostics
   // name values, and "h2d norm1" must say which norm1. Linear; while the names are unique it
-  // allocates only a hash map of views into the method's names.
+  // allocates only a hash set of value ids (4 bytes a slot, so that it stays in cache on large
+  // methods) that hashes and compares the names they refer to.
   void NameDiagnostics() {
     const size_t nv = m_.values.size();
-    // The set holds value ids (4 bytes a slot, so that it stays in cache on large methods) and
-    // compares them by name: the first value of each name.
+    // The first value of each name.
     struct NameHash {
       const MethodDef* m;
       size_t operator()(ValueId v) const {

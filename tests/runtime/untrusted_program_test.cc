@@ -220,20 +220,14 @@ TEST(HostOpContract, DeclaredResultsThatDisagreeWithTheOpAreRefusedAtLoad) {
   const Case cases[] = {
       {&Declares<DType::kFloat32, 2, 3>, ""},
       {&Declares<DType::kFloat32, 3, 2>,
-       "is declared float32[3, 2], but op \"add\" produces "
-       "float32[2, 3]"},
+       "is declared float32[3, 2], but op \"add\" produces float32[2, 3]"},
       {&Declares<DType::kFloat32, 2, 3, 1>,
-       "is declared float32[2, 3, 1], but op \"add\" "
-       "produces float32[2, 3]"},
+       "is declared float32[2, 3, 1], but op \"add\" produces float32[2, 3]"},
       {&Declares<DType::kFloat32, 2>,
-       "is declared float32[2], but op \"add\" produces "
-       "float32[2, 3]"},
-      {&Declares<DType::kFloat32>,
-       "is declared float32[], but op \"add\" produces "
-       "float32[2, 3]"},
+       "is declared float32[2], but op \"add\" produces float32[2, 3]"},
+      {&Declares<DType::kFloat32>, "is declared float32[], but op \"add\" produces float32[2, 3]"},
       {&Declares<DType::kInt64, 2, 3>,
-       "is declared int64[2, 3], but op \"add\" produces "
-       "float32[2, 3]"},
+       "is declared int64[2, 3], but op \"add\" produces float32[2, 3]"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.expected);
