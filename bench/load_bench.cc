@@ -15,6 +15,8 @@
 //  - BM_LoadColdStart: the first load in a process (a child forked per iteration), where every
 //    page the load's structures use is touched for the first time; on a machine where page faults
 //    are expensive this is most of the time.
+//  - BM_LoadPeakMemory: the host memory reading and loading take at their peak, per node (the
+//    figures behind the load's own memory check, runtime/internal/load_util.h).
 //
 //   build/bench/ferry_bench --benchmark_filter=Load
 #include <sys/resource.h>
@@ -22,6 +24,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -316,6 +321,89 @@ BENCHMARK(BM_LoadColdStart)
     ->Arg(100000)
     ->UseManualTime()
     ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
+// Reads a field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 when it cannot be read.
+long StatusBytes(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "re");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kib = -1;
+  const size_t len = std::strlen(field);
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, field, len) == 0 && line[len] == ':') {
+      kib = std::strtol(line + len + 1, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kib < 0 ? -1 : kib * 1024;
+}
+
+// Resets the process's peak resident size (VmHWM) to its current size; false when it cannot.
+bool ResetPeak() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "we");
+  if (f == nullptr) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+// The memory reading a program and loading its method take at their peak, in bytes per node: in
+// a child forked per iteration, the growth of the peak resident size (VmHWM) over each step.
+// `file_bytes_per_node` is the program's own size, which reading copies.
+void PeakMemory(benchmark::State& state, int n, const std::vector<uint8_t>& bytes) {
+  Runtime rt;
+  double read_peak = 0, load_peak = 0;
+  for (auto _ : state) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+      state.SkipWithError("pipe failed");
+      break;
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      ReleaseCachedLargeTables();
+      double report[2] = {-1.0, -1.0};
+      if (ResetPeak()) {
+        const long base = StatusBytes("VmRSS");
+        auto program = Program::FromBytes(bytes);
+        report[0] = static_cast<double>(StatusBytes("VmHWM") - base);
+        ResetPeak();
+        const long loaded = StatusBytes("VmRSS");
+        const bool ok = program.ok() && rt.LoadMethod(**program, "forward").ok();
+        report[1] = ok ? static_cast<double>(StatusBytes("VmHWM") - loaded) : -1.0;
+      }
+      (void)!write(fds[1], report, sizeof(report));
+      _exit(0);
+    }
+    close(fds[1]);
+    double report[2] = {-1.0, -1.0};
+    const bool read_all = pid > 0 && read(fds[0], report, sizeof(report)) == sizeof(report);
+    close(fds[0]);
+    if (pid > 0) waitpid(pid, nullptr, 0);
+    if (!read_all || report[1] < 0) {
+      state.SkipWithError("the child could not load, or cannot reset its peak resident size");
+      break;
+    }
+    read_peak += report[0];
+    load_peak += report[1];
+  }
+  const double per = static_cast<double>(state.iterations()) * n;
+  state.counters["file_bytes_per_node"] = static_cast<double>(bytes.size()) / n;
+  state.counters["read_peak_bytes_per_node"] = read_peak / per;
+  state.counters["load_peak_bytes_per_node"] = load_peak / per;
+}
+
+void BM_LoadPeakMemory(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  PeakMemory(state, n, state.range(1) == 0 ? AddChainProgram(n) : ChainProgram(n));
+}
+BENCHMARK(BM_LoadPeakMemory)
+    ->ArgNames({"n", "delegates"})
+    ->Args({100000, 0})
+    ->Args({100000, 1})
+    ->Iterations(2)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

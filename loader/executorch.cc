@@ -15,6 +15,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ferry/loader/internal/read_memory.h"
 #include "ferry/loader/internal/untrusted_bytes.h"
 #include "ferry/loader/program.h"
 #include "ferry/memory/status_macros.h"
@@ -104,9 +105,11 @@ bool Aligned8(const flatbuffers::Vector<T>* v) {
 }
 
 using ::ferry::internal::Add;
+using ::ferry::internal::CheckReadMemory;
 using ::ferry::internal::CopyBudget;
 using ::ferry::internal::Quoted;
 using ::ferry::internal::ReadLE;
+using ::ferry::internal::ReadMemory;
 
 absl::Status Invalid(absl::string_view what) { return absl::InvalidArgumentError(what); }
 
@@ -988,7 +991,8 @@ absl::Status MethodReader::ReadFree(const std::string& where, const fb::FreeCall
 
 class ProgramReader {
  public:
-  explicit ProgramReader(absl::Span<const uint8_t> bytes) : bytes_(bytes), budget_(bytes.size()) {}
+  ProgramReader(absl::Span<const uint8_t> bytes, size_t memory_limit)
+      : bytes_(bytes), memory_limit_(memory_limit), budget_(bytes.size()) {}
 
   absl::StatusOr<EtProgram> Run() {
     FERRY_RETURN_IF_ERROR(CheckIdentifier());
@@ -1228,6 +1232,18 @@ class ProgramReader {
     if (Len(plans) == 0) {
       return Invalid("the program has no methods (its execution_plan is empty)");
     }
+    // What the values and instructions of every method become, here and in the import (a
+    // ValueDef per value and a NodeDef per instruction), before any is read.
+    ReadMemory need;
+    for (const fb::ExecutionPlan* plan : *plans) {
+      size_t instructions = 0;
+      for (size_t c = 0; c < Len(plan->chains()); ++c) {
+        instructions += Len(plan->chains()->Get(c)->instructions());
+      }
+      need.Add(Len(plan->values()), sizeof(EtValue) + sizeof(ValueDef), instructions,
+               sizeof(EtInstruction) + sizeof(NodeDef));
+    }
+    FERRY_RETURN_IF_ERROR(CheckReadMemory(need, memory_limit_));
     const ProgramContext context{bytes_, root_, &program_};
     absl::flat_hash_set<absl::string_view> names;
     program_.methods.reserve(Len(plans));
@@ -1247,6 +1263,7 @@ class ProgramReader {
   }
 
   const absl::Span<const uint8_t> bytes_;
+  const size_t memory_limit_;
   CopyBudget budget_;
   const fb::Program* root_ = nullptr;
   EtProgram program_;
@@ -1280,8 +1297,9 @@ std::vector<ExporterArena> EtExporterArenas(const EtMethod& method) {
   return arenas;
 }
 
-absl::StatusOr<EtProgram> ReadExecuTorchProgram(absl::Span<const uint8_t> bytes) {
-  return ProgramReader(bytes).Run();
+absl::StatusOr<EtProgram> ReadExecuTorchProgram(absl::Span<const uint8_t> bytes,
+                                                size_t memory_limit) {
+  return ProgramReader(bytes, memory_limit).Run();
 }
 
 }  // namespace ferry

@@ -269,8 +269,12 @@ struct EtProgram {
 std::vector<ExporterArena> EtExporterArenas(const EtMethod& method);
 
 // Reads and verifies the bytes of a .pte file. `bytes` must be 8-byte aligned in memory (the
-// FlatBuffer's scalars are read in place); an unaligned buffer is InvalidArgument.
-absl::StatusOr<EtProgram> ReadExecuTorchProgram(absl::Span<const uint8_t> bytes);
+// FlatBuffer's scalars are read in place); an unaligned buffer is InvalidArgument. Before reading
+// any method, the structures its values and instructions become (here and in the import that
+// follows) are counted against `memory_limit` (ProgramLoadOptions::memory_limit_bytes) and the
+// host's available memory; a program over either is ResourceExhausted.
+absl::StatusOr<EtProgram> ReadExecuTorchProgram(absl::Span<const uint8_t> bytes,
+                                                size_t memory_limit = SIZE_MAX);
 
 }  // namespace ferry
 

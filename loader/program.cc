@@ -181,9 +181,10 @@ Program::Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> method
 Program::~Program() = default;
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage> storage,
-                                                         const absl::Span<const uint8_t>* data) {
+                                                         const absl::Span<const uint8_t>* data,
+                                                         size_t memory_limit) {
   if (storage->size >= 8 && std::memcmp(storage->data + 4, kExecuTorchFileIdentifier, 4) == 0) {
-    return CreateFromExecuTorch(std::move(storage), data);
+    return CreateFromExecuTorch(std::move(storage), data, memory_limit);
   }
   if (data != nullptr) {
     return absl::InvalidArgumentError(
@@ -192,15 +193,17 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage
   FERRY_ASSIGN_OR_RETURN(
       const fbs::Program* root,
       internal::VerifyProgram(absl::MakeConstSpan(storage->data, storage->size), {}));
+  FERRY_RETURN_IF_ERROR(internal::CheckReadMemory(internal::ReadMemoryOf(*root), memory_limit));
   std::vector<MethodDef> methods = internal::BuildMethodDefs(*root);
   for (MethodDef& m : methods) m.mapping = storage->mapping.get();
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(methods)));
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
-    std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data) {
-  FERRY_ASSIGN_OR_RETURN(EtProgram et,
-                         ReadExecuTorchProgram(absl::MakeConstSpan(storage->data, storage->size)));
+    std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data, size_t memory_limit) {
+  FERRY_ASSIGN_OR_RETURN(
+      EtProgram et,
+      ReadExecuTorchProgram(absl::MakeConstSpan(storage->data, storage->size), memory_limit));
   std::optional<EtDataFile> data_file;
   if (data != nullptr) {
     absl::StatusOr<EtDataFile> read = ReadExecuTorchDataFile(*data);
@@ -275,8 +278,8 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path,
     FERRY_RETURN_IF_ERROR(ReadAll(fd, path, size, storage->owned.get()));
     storage->data = storage->owned.get();
   }
-  absl::StatusOr<std::unique_ptr<Program>> program =
-      Create(std::move(storage), options.data_path.empty() ? nullptr : &data);
+  absl::StatusOr<std::unique_ptr<Program>> program = Create(
+      std::move(storage), options.data_path.empty() ? nullptr : &data, options.memory_limit_bytes);
   if (!program.ok()) {
     if (options.data_path.empty()) return WithPath(path, program.status());
     return absl::Status(program.status().code(),
@@ -292,7 +295,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::FromBytes(absl::Span<const uin
   FERRY_ASSIGN_OR_RETURN(storage->owned, CopyAligned(bytes));
   storage->data = storage->owned.get();
   storage->size = bytes.size();
-  return Create(std::move(storage), nullptr);
+  return Create(std::move(storage), nullptr, SIZE_MAX);
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::FromBytes(absl::Span<const uint8_t> bytes,
@@ -305,7 +308,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::FromBytes(absl::Span<const uin
   // The data file's FlatBuffer is read in place, so it needs the alignment of its scalars.
   FERRY_ASSIGN_OR_RETURN(AlignedBytes data_copy, CopyAligned(data));
   const absl::Span<const uint8_t> aligned(data_copy.get(), data.size());
-  return Create(std::move(storage), &aligned);
+  return Create(std::move(storage), &aligned, SIZE_MAX);
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::FromJson(absl::string_view json) {
@@ -328,6 +331,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::FromJson(absl::string_view jso
   internal::VerifyOptions options;
   options.check_alignment = false;
   FERRY_ASSIGN_OR_RETURN(const fbs::Program* root, internal::VerifyProgram(span, options));
+  FERRY_RETURN_IF_ERROR(internal::CheckReadMemory(internal::ReadMemoryOf(*root), SIZE_MAX));
   std::vector<MethodDef> methods = internal::BuildMethodDefs(*root);
   std::vector<const MethodDef*> pointers;
   for (const MethodDef& m : methods) pointers.push_back(&m);

@@ -52,6 +52,7 @@
 #define FERRY_LOADER_PROGRAM_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +75,12 @@ struct ProgramLoadOptions {
   // An ExecuTorch program's data file (.ptd); empty for none. Giving one for a Ferry program, or
   // for a data file that is not a .ptd, is InvalidArgument.
   std::string data_path;
+  // The most host memory reading may take for the structures it builds per value and per node
+  // (a few hundred bytes each; the file's own bytes are not counted). Reading also checks them
+  // against what the host has available, and refuses a program over either with
+  // ResourceExhausted before building any of them: a small file can list millions of values or
+  // nodes when its lists share tables. SIZE_MAX: no limit of the caller's.
+  size_t memory_limit_bytes = SIZE_MAX;
 };
 
 class Program {
@@ -110,11 +117,13 @@ class Program {
   Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods);
   // Verifies the bytes in `storage` and builds the methods over them.
   // `data`, when not null, is the data file's bytes (8-byte aligned).
+  // `memory_limit` is ProgramLoadOptions::memory_limit_bytes.
   static absl::StatusOr<std::unique_ptr<Program>> Create(std::unique_ptr<Storage> storage,
-                                                         const absl::Span<const uint8_t>* data);
+                                                         const absl::Span<const uint8_t>* data,
+                                                         size_t memory_limit);
   // The same for an ExecuTorch program (file identifier "ET12").
   static absl::StatusOr<std::unique_ptr<Program>> CreateFromExecuTorch(
-      std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data);
+      std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data, size_t memory_limit);
   std::unique_ptr<Storage> storage_;
   std::vector<MethodDef> methods_;
   // Method name -> index of its first method: loading each of M methods costs O(M), not O(M^2).

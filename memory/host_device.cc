@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <limits>
+#include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_type.h"
 #include "ferry/memory/status_macros.h"
@@ -195,6 +197,14 @@ void GatherStrided(void* dst, const void* src, const StridedLayout& layout) {
     }
     if (d < 0) return;
   }
+}
+
+std::string FormatBytes(size_t n) {
+  if (n >= (size_t{1} << 40)) return absl::StrFormat("%.2f TiB", n / 1099511627776.0);
+  if (n >= (size_t{1} << 30)) return absl::StrFormat("%.2f GiB", n / 1073741824.0);
+  if (n >= (size_t{1} << 20)) return absl::StrFormat("%.1f MiB", n / 1048576.0);
+  if (n >= 4096) return absl::StrFormat("%.1f KiB", n / 1024.0);
+  return absl::StrCat(n, " B");
 }
 
 }  // namespace internal

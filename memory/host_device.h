@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -120,6 +121,9 @@ void GatherStrided(void* dst, const void* src, const StridedLayout& layout);
 // The host memory this process can still use: the system's MemAvailable, within the cgroup's
 // memory limit when one is set. SIZE_MAX when neither can be read.
 size_t HostAvailableBytes();
+
+// "16 B", "4.0 KiB", "1.5 MiB", "24.56 GiB", "128.00 TiB".
+std::string FormatBytes(size_t n);
 
 // Power of two in [1, 4096]: what every runtime's Allocate() accepts.
 absl::Status CheckAllocationRequest(Device device, size_t bytes, size_t alignment);

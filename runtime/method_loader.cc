@@ -1,6 +1,7 @@
 // Method loading, in phases. MethodImpl::Load runs them in order; each phase reads what the
 // earlier ones decided and adds its own part of the loaded method:
 //
+//   0. CheckTableMemory  the load's own tables (about 1 KiB per node) against host memory
 //   1. ResolveOps        ops and backends by name; every value's layout in an all-host run
 //   2. Place             the placement rules (loader/placement.h): devices, copies, buffers
 //   3. ResolveLayouts    one TensorRef per planned buffer, in that buffer's own layout
@@ -109,6 +110,7 @@ class MethodLoader {
 
   absl::Status Run() {
     const auto start = Clock::now();
+    FERRY_RETURN_IF_ERROR(CheckTableMemory());
     FERRY_RETURN_IF_ERROR(ResolveOps());
     FERRY_RETURN_IF_ERROR(Place());
     impl_.plan_.timings.placement_us = MicrosSince(start);
@@ -136,6 +138,9 @@ class MethodLoader {
   }
   const PlacementPlan& plan() const { return impl_.plan_.placement; }
 
+  // 0. The host memory of the load's own tables (LoadTableBytes) against the host's available
+  // memory and LoadOptions::table_memory_limit_bytes, before any table is built.
+  absl::Status CheckTableMemory() const;
   // 1. Ops and backends by name, and the layout of every value in an all-host run (shape
   // inference checks every host op's declared results).
   absl::Status ResolveOps();
@@ -215,6 +220,22 @@ class MethodLoader {
   std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_reused_;
   std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_made_;
 };
+
+absl::Status MethodLoader::CheckTableMemory() const {
+  const size_t need = LoadTableBytes(m_);
+  const size_t available = rt_.devices().Find(Device::Host())->available_bytes();
+  const size_t limit = options_.table_memory_limit_bytes;
+  if (need <= limit && need <= available) return absl::OkStatus();
+  const std::string over =
+      limit < available ? absl::StrCat("the ", FormatBytes(limit),
+                                       " that LoadOptions::table_memory_limit_bytes "
+                                       "allows")
+                        : absl::StrCat("the ", FormatBytes(available), " the host has available");
+  return absl::ResourceExhaustedError(
+      absl::StrCat(mctx_, " has ", m_.values.size(), " values and ", m_.nodes.size(),
+                   " nodes: loading it builds about ", FormatBytes(need),
+                   " of tables in host memory, more than ", over, ". Nothing was allocated."));
+}
 
 absl::Status MethodLoader::ResolveOps() {
   const size_t nv = m_.values.size();

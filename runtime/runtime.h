@@ -31,6 +31,8 @@
 #ifndef FERRY_RUNTIME_RUNTIME_H_
 #define FERRY_RUNTIME_RUNTIME_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -83,6 +85,11 @@ struct LoadOptions {
   // together against the host's memory. A method over either is refused with ResourceExhausted
   // naming the device and the largest values there, before anything is allocated.
   absl::flat_hash_map<Device, size_t> memory_limits;
+  // The most host memory the load's own tables (layouts, placement, the plan, the steps; about
+  // 1 KiB per node) may take. Loading also checks them against what the host has available, and
+  // refuses a method over either with ResourceExhausted before building any of them. SIZE_MAX:
+  // no limit of the caller's.
+  size_t table_memory_limit_bytes = SIZE_MAX;
 };
 
 class Runtime {

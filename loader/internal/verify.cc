@@ -589,6 +589,14 @@ absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> byte
   return program;
 }
 
+ReadMemory ReadMemoryOf(const fbs::Program& program) {
+  ReadMemory need;
+  for (const fbs::Method* method : *program.methods()) {
+    need.Add(Len(method->values()), sizeof(ValueDef), Len(method->nodes()), sizeof(NodeDef));
+  }
+  return need;
+}
+
 std::vector<MethodDef> BuildMethodDefs(const fbs::Program& program) {
   std::vector<MethodDef> methods;
   methods.reserve(Len(program.methods()));

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "ferry/loader/internal/read_memory.h"
 #include "ferry/loader/method_graph.h"
 #include "loader/schema/program_generated.h"
 
@@ -40,6 +41,10 @@ struct VerifyOptions {
 // `bytes` must be at least 8-byte aligned in memory (FlatBuffers reads scalars in place).
 absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> bytes,
                                                   const VerifyOptions& options);
+
+// What BuildMethodDefs takes for the values and nodes of a program that VerifyProgram accepted:
+// to be checked (CheckReadMemory) before building them.
+ReadMemory ReadMemoryOf(const fbs::Program& program);
 
 // The methods of a program that VerifyProgram accepted; spans point into its bytes.
 std::vector<MethodDef> BuildMethodDefs(const fbs::Program& program);

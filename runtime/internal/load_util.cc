@@ -57,12 +57,14 @@ std::string DeviceLabel(const Device& device, const absl::flat_hash_map<Device, 
   return absl::StrCat(declared.front().ToString(), " (as ", device.ToString(), ")");
 }
 
-std::string FormatBytes(size_t n) {
-  if (n >= (size_t{1} << 40)) return absl::StrFormat("%.2f TiB", n / 1099511627776.0);
-  if (n >= (size_t{1} << 30)) return absl::StrFormat("%.2f GiB", n / 1073741824.0);
-  if (n >= (size_t{1} << 20)) return absl::StrFormat("%.1f MiB", n / 1048576.0);
-  if (n >= 4096) return absl::StrFormat("%.1f KiB", n / 1024.0);
-  return absl::StrCat(n, " B");
+size_t LoadTableBytes(const MethodDef& m) {
+  size_t values = 0, nodes = 0, total = 0;
+  if (__builtin_mul_overflow(m.values.size(), kLoadTableBytesPerValue, &values) ||
+      __builtin_mul_overflow(m.nodes.size(), kLoadTableBytesPerNode, &nodes) ||
+      __builtin_add_overflow(values, nodes, &total)) {
+    return SIZE_MAX;
+  }
+  return total;
 }
 
 }  // namespace internal

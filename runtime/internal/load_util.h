@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "ferry/loader/program_mapping.h"
 #include "ferry/memory/device.h"
+#include "ferry/memory/host_device.h"  // FormatBytes
 #include "ferry/runtime/internal/method_impl.h"
 
 namespace ferry::internal {
@@ -25,8 +26,14 @@ absl::Status RunLoadCopy(const CopyExec& c, const ProgramMapping* mapping);
 // "cuda:0 (as sim:0)"; otherwise its own name.
 std::string DeviceLabel(const Device& device, const absl::flat_hash_map<Device, Device>& map);
 
-// "16 B", "4.0 KiB", "1.5 MiB", "24.56 GiB", "128.00 TiB".
-std::string FormatBytes(size_t n);
+// The host memory loading builds for its own tables (layouts, placement, the plan, the steps) per
+// value and per node of the method, at the load's peak: BM_LoadPeakMemory measures it, and the
+// test LoadTables.EstimateCoversThePeak holds these figures to it. A node's arguments and results
+// add a few bytes each, bounded by the program's size (CopyBudget in loader/internal/).
+inline constexpr size_t kLoadTableBytesPerValue = 640;
+inline constexpr size_t kLoadTableBytesPerNode = 448;
+// The estimate for `m`, saturating at SIZE_MAX.
+size_t LoadTableBytes(const MethodDef& m);
 
 }  // namespace ferry::internal
 

@@ -1,6 +1,7 @@
 // Corrupted, truncated and handcrafted bad programs: each gives a clean error, never a crash.
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
@@ -8,11 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/loader/program.h"
+#include "ferry/loader/program_builder.h"
 #include "flatbuffers/flatbuffers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
 #include "loader/schema/program_generated.h"
 #include "tests/loader/test_ops.h"
 #include "tests/testing/status_matchers.h"
@@ -21,6 +22,7 @@ namespace ferry {
 namespace {
 
 using ::ferry::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // ---------------------------------------------------------------------------------------------
@@ -666,6 +668,80 @@ TEST(SharedListsTest, ASharedNameIsRefusedBeforeItIsCopiedPerValue) {
   EXPECT_THAT(Program::FromBytes(bytes),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("names hold more bytes in all than its")));
+}
+
+// A program of one input and `nodes` entries in its node list that all refer to one node table
+// (an op without arguments or results): a file of about 4 bytes per node.
+std::vector<uint8_t> SharedNodeProgram(int nodes) {
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.TrackMinAlign(64);
+  std::vector<flatbuffers::Offset<fbs::Value>> values = {
+      fbs::CreateValue(fbb, fbb.CreateString("x"), fbs::ValueKind::Input, fbs::DType::Float32,
+                       fbb.CreateVector(std::vector<int64_t>{2}))};
+  const auto node = fbs::CreateNode(fbb, 0, fbs::NodeOp::HostOp,
+                                    fbs::CreateHostOp(fbb, fbb.CreateString("add")).Union());
+  std::vector<flatbuffers::Offset<fbs::Node>> node_tables(nodes, node);
+  std::vector<flatbuffers::Offset<fbs::Method>> methods = {fbs::CreateMethod(
+      fbb, fbb.CreateString("forward"), fbb.CreateVector(values), fbb.CreateVector(node_tables),
+      fbb.CreateVector(std::vector<int32_t>{0}), fbb.CreateVector(std::vector<int32_t>{0}))};
+  fbb.Finish(fbs::CreateProgram(fbb, 1, fbb.CreateVector(methods)), "FRRY");
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+// `bytes` written to a file of its own under the test's temporary directory; its path.
+std::string WriteTemp(const std::string& name, const std::vector<uint8_t>& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  EXPECT_TRUE(out.good()) << path;
+  return path;
+}
+
+TEST(ReadMemoryTest, NodesThatShareATableAreCountedOncePerReference) {
+  // 30,000 nodes in about 120 KB (the FlatBuffers verifier counts the shared table, and the op
+  // table in it, once per reference, up to 65,536 for a small file): each node becomes a
+  // structure of a few hundred bytes, so reading takes megabytes, over a limit of 2 MiB.
+  const std::vector<uint8_t> bytes = SharedNodeProgram(30000);
+  ASSERT_LT(bytes.size(), 128u << 10);
+  const std::string path = WriteTemp("shared_nodes.ferry", bytes);
+  ProgramLoadOptions options;
+  options.memory_limit_bytes = size_t{2} << 20;
+  EXPECT_THAT(Program::Load(path, options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("1 values and 30000 nodes"),
+                             HasSubstr("more than the 2.0 MiB that "
+                                       "ProgramLoadOptions::memory_limit_bytes allows"),
+                             HasSubstr("nothing was built"))));
+  // The same program within a limit of 1 KiB per node reads, with every reference a node.
+  options.memory_limit_bytes = size_t{30000} << 10;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::Load(path, options));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* m, program->method("forward"));
+  EXPECT_EQ(m->nodes.size(), 30000u);
+}
+
+TEST(ReadMemoryTest, AProgramOverTheLimitIsRefusedAndOneUnderItReads) {
+  // 1,000 nodes: a limit of 16 bytes per node is far below what any structure for them takes,
+  // one of 4 KiB per node far above.
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId v = m.Input("x", DType::kFloat32, {4});
+  for (int i = 0; i < 1000; ++i) v = m.Op("relu", {v});
+  m.Output(v);
+  ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, pb.Build());
+  const std::string path = WriteTemp("relu_chain.ferry", bytes);
+  ProgramLoadOptions options;
+  options.memory_limit_bytes = 16 * 1000;
+  EXPECT_THAT(Program::Load(path, options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("program \"" + path +
+                                       "\": reading the program's 1001 "
+                                       "values and 1000 nodes takes"),
+                             HasSubstr("ProgramLoadOptions::memory_limit_bytes"))));
+  options.memory_limit_bytes = size_t{4096} * 1000;
+  EXPECT_OK(Program::Load(path, options).status());
+  // Without a limit of the caller's, the host's available memory is the bound.
+  EXPECT_OK(Program::Load(path).status());
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ferry/loader/executorch.h"
+#include "ferry/loader/program.h"
 #include "flatbuffers/flatbuffers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -148,6 +149,38 @@ TEST(ExecuTorchRealProgramTest, EveryRealProgramReads) {
     ASSERT_OK(program.status());
     CheckInvariants(*program, bytes);
   }
+}
+
+TEST(ExecuTorchRealProgramTest, AProgramOverTheMemoryLimitIsRefusedBeforeItsMethodsAreRead) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::string name = "corey-cole__tests_models_multi.pte";
+  std::vector<uint8_t> bytes;
+  ASSERT_OK_AND_ASSIGN(EtProgram whole, ReadReal(name, &bytes));
+  size_t values = 0, instructions = 0;
+  for (const EtMethod& m : whole.methods) {
+    values += m.values.size();
+    instructions += m.instructions.size();
+  }
+  ASSERT_GT(values, 0u);
+  // 8 bytes per value and instruction: less than any structure for them takes.
+  const size_t tight = 8 * (values + instructions);
+  EXPECT_THAT(ReadExecuTorchProgram(bytes, tight),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr(absl::StrCat("reading the program's ", values,
+                                                    " values and ", instructions, " nodes takes")),
+                             HasSubstr("ProgramLoadOptions::memory_limit_bytes"),
+                             HasSubstr("nothing was built"))));
+  // 4 KiB per value and instruction: more than they take.
+  EXPECT_OK(ReadExecuTorchProgram(bytes, 4096 * (values + instructions)).status());
+  // The same limit through Program::Load, which names the file.
+  const std::string path = (std::filesystem::path(kPteDir) / name).string();
+  ProgramLoadOptions options;
+  options.memory_limit_bytes = tight;
+  EXPECT_THAT(Program::Load(path, options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr(absl::StrCat("program \"", path, "\": reading the program's"))));
+  options.memory_limit_bytes = 4096 * (values + instructions);
+  EXPECT_OK(Program::Load(path, options).status());
 }
 
 TEST(ExecuTorchRealProgramTest, AddWithoutExtendedHeader) {

@@ -1,6 +1,8 @@
 // Programs and callers that try to break the runtime: delegate payloads that disagree with their
 // declared results, declared sizes beyond the machine's memory, caller buffers that overlap or
 // have too many dimensions, outputs read after a failure, a program file changed after loading.
+#include <malloc.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,7 +16,9 @@
 #include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/host_device.h"
+#include "ferry/memory/huge_pages.h"
 #include "ferry/memory/sim_device.h"
+#include "ferry/runtime/internal/load_util.h"
 #include "ferry/runtime/plan_printer.h"
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
@@ -258,6 +262,102 @@ TEST(MemoryBudget, TensorLargerThanTheHostIsRefusedBeforeAnyAllocation) {
                                      HasSubstr("128.00 TiB"), HasSubstr("Nothing was allocated"))));
   EXPECT_EQ(host->counters().allocations, allocations);
   EXPECT_LT(ResidentBytes() - std::min(ResidentBytes(), resident), size_t{10} << 20);
+}
+
+// A chain of `n` adds of a constant to an input, all on the host.
+std::unique_ptr<Program> AddChain(int n) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId v = m.Input("x", DType::kFloat32, {16});
+  ValueId w = m.ConstantF32("w", {16}, std::vector<float>(16, 0.5f));
+  for (int i = 0; i < n; ++i) v = m.Op("add", {v, w});
+  m.Output(v);
+  return std::move(Program::FromBytes(std::move(pb.Build()).value())).value();
+}
+
+TEST(LoadTables, AMethodWhoseTablesGoOverTheLimitIsRefusedBeforeAnyAllocation) {
+  std::unique_ptr<Program> program = AddChain(1000);
+  Runtime rt;
+  auto* host = static_cast<HostDevice*>(rt.devices().Find(Device::Host()));
+  const uint64_t allocations = host->counters().allocations;
+  LoadOptions options;
+  // 64 bytes per node: far below what a node's layouts, placement and step take.
+  options.table_memory_limit_bytes = 64 * 1000;
+  EXPECT_THAT(rt.LoadMethod(*program, "forward", options),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("method \"forward\" has 1002 values and 1000 nodes"),
+                             HasSubstr("more than the 62.5 KiB that "
+                                       "LoadOptions::table_memory_limit_bytes allows"),
+                             HasSubstr("Nothing was allocated"))));
+  EXPECT_EQ(host->counters().allocations, allocations);
+  // 8 KiB per node: far above.
+  options.table_memory_limit_bytes = size_t{8} << 20;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward", options));
+  EXPECT_GT(host->counters().allocations, allocations);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FERRY_TEST_HEAP_CHECKED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FERRY_TEST_HEAP_CHECKED 1
+#endif
+#endif
+
+// A field of /proc/self/status ("VmRSS", "VmHWM") in bytes; 0 when it cannot be read.
+size_t StatusBytes(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoul(line.substr(field.size() + 1)) * 1024;
+  }
+  return 0;
+}
+
+TEST(LoadTables, EstimateCoversThePeak) {
+#ifdef FERRY_TEST_HEAP_CHECKED
+  GTEST_SKIP() << "a sanitizer's allocator changes what memory the load takes";
+#else
+  // The estimate the load checks its tables against (LoadTableBytes), held to the growth of the
+  // peak resident size over one load of 100,000 nodes, in a child process whose freed heap memory
+  // has been returned to the system first.
+  constexpr int kNodes = 100000;
+  std::unique_ptr<Program> program = AddChain(kNodes);
+  Runtime rt;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    malloc_trim(0);
+    ReleaseCachedLargeTables();
+    size_t report[2] = {0, 0};  // bytes of peak growth; 1 when the load succeeded
+    std::FILE* clear = std::fopen("/proc/self/clear_refs", "we");
+    if (clear != nullptr && std::fputs("5", clear) >= 0 && std::fclose(clear) == 0) {
+      const size_t before = StatusBytes("VmRSS");
+      const bool ok = rt.LoadMethod(*program, "forward").ok();
+      report[0] = StatusBytes("VmHWM") - before;
+      report[1] = ok ? 1 : 0;
+    }
+    (void)!write(fds[1], report, sizeof(report));
+    _exit(0);
+  }
+  close(fds[1]);
+  size_t report[2] = {0, 0};
+  const bool read_all = read(fds[0], report, sizeof(report)) == sizeof(report);
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(read_all);
+  if (report[0] == 0 && report[1] == 0) GTEST_SKIP() << "cannot reset the peak resident size";
+  ASSERT_EQ(report[1], 1u) << "the load failed";
+  ASSERT_OK_AND_ASSIGN(const MethodDef* m, program->method("forward"));
+  const double estimate = static_cast<double>(internal::LoadTableBytes(*m));
+  const double peak = static_cast<double>(report[0]);
+  // The peak at most a quarter over the estimate...
+  EXPECT_LE(peak, 1.25 * estimate) << "raise kLoadTableBytesPerValue or kLoadTableBytesPerNode";
+  // ...and at least half of it, so that methods that fit are not refused.
+  EXPECT_GE(peak, 0.5 * estimate) << "lower kLoadTableBytesPerValue or kLoadTableBytesPerNode";
+#endif
 }
 
 TEST(MemoryBudget, SimDeviceCapacityIsAConfigurableSize) {
