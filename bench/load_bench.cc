@@ -275,7 +275,7 @@ BENCHMARK(BM_LoadParts)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMi
 // reports its time and minor page faults through a pipe.
 void BM_LoadColdStart(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  std::vector<uint8_t> bytes = ChainProgram(n);
+  std::vector<uint8_t> bytes = state.range(1) == 0 ? ChainProgram(n) : AddChainProgram(n);
   Runtime rt;
   double faults = 0;
   for (auto _ : state) {
@@ -317,8 +317,12 @@ void BM_LoadColdStart(benchmark::State& state) {
   state.counters["page_faults_per_node"] = faults / per;
 }
 BENCHMARK(BM_LoadColdStart)
-    ->Arg(10000)
-    ->Arg(100000)
+    ->ArgNames({"n", "add_chain"})
+    ->Args({10000, 0})
+    ->Args({100000, 0})
+    ->Args({1000, 1})
+    ->Args({10000, 1})
+    ->Args({100000, 1})
     ->UseManualTime()
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond);

@@ -76,8 +76,8 @@ struct ProgramLoadOptions {
   // for a data file that is not a .ptd, is InvalidArgument.
   std::string data_path;
   // The most host memory reading may take for the structures it builds per value and per node
-  // (a few hundred bytes each; the file's own bytes are not counted). Reading also checks them
-  // against what the host has available, and refuses a program over either with
+  // (a few hundred bytes each; the file's own bytes are not counted). Reading also checks them,
+  // from 1 MiB, against what the host has available, and refuses a program over either with
   // ResourceExhausted before building any of them: a small file can list millions of values or
   // nodes when its lists share tables. SIZE_MAX: no limit of the caller's.
   size_t memory_limit_bytes = SIZE_MAX;

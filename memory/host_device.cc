@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,9 +33,21 @@ size_t ReadNumber(const char* path) {
   return ok ? static_cast<size_t>(value) : std::numeric_limits<size_t>::max();
 }
 
+std::atomic<size_t> host_available_queries{0};
+
 }  // namespace
 
+size_t HostAvailableBytesQueries() {
+  return host_available_queries.load(std::memory_order_relaxed);
+}
+
+size_t HostAvailableBytesFor(size_t need) {
+  return need < kHostMemoryQueryFloorBytes ? std::numeric_limits<size_t>::max()
+                                           : HostAvailableBytes();
+}
+
 size_t HostAvailableBytes() {
+  host_available_queries.fetch_add(1, std::memory_order_relaxed);
   size_t available = std::numeric_limits<size_t>::max();
   if (FILE* f = std::fopen("/proc/meminfo", "r")) {
     char line[256];

@@ -119,8 +119,23 @@ absl::StatusOr<size_t> DenseBytesOf(const StridedLayout& layout, absl::string_vi
 void GatherStrided(void* dst, const void* src, const StridedLayout& layout);
 
 // The host memory this process can still use: the system's MemAvailable, within the cgroup's
-// memory limit when one is set. SIZE_MAX when neither can be read.
+// memory limit when one is set. SIZE_MAX when neither can be read. Each call reads up to three
+// files (tens of microseconds): call it once per load, not per node or per delegate.
 size_t HostAvailableBytes();
+// How many times HostAvailableBytes has been called in this process (tests check that loading
+// asks a bounded number of times, whatever the program's size).
+size_t HostAvailableBytesQueries();
+
+// Loading's own structures (a program's parsed values and nodes, a method's load tables) are
+// checked against HostAvailableBytes only from this size: they guard against a file that makes
+// the loader build gigabytes, and a smaller need is not worth the query (a method with many
+// graph delegates parses one small sub-program per delegate). A caller's limit still applies
+// at every size.
+inline constexpr size_t kHostMemoryQueryFloorBytes = size_t{1} << 20;
+
+// HostAvailableBytes() when `need` is at least kHostMemoryQueryFloorBytes, else SIZE_MAX
+// (without asking).
+size_t HostAvailableBytesFor(size_t need);
 
 // "16 B", "4.0 KiB", "1.5 MiB", "24.56 GiB", "128.00 TiB".
 std::string FormatBytes(size_t n);

@@ -223,7 +223,7 @@ class MethodLoader {
 
 absl::Status MethodLoader::CheckTableMemory() const {
   const size_t need = LoadTableBytes(m_);
-  const size_t available = rt_.devices().Find(Device::Host())->available_bytes();
+  const size_t available = HostAvailableBytesFor(need);
   const size_t limit = options_.table_memory_limit_bytes;
   if (need <= limit && need <= available) return absl::OkStatus();
   const std::string over =

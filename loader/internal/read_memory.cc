@@ -27,7 +27,7 @@ void ReadMemory::Add(size_t v, size_t value_bytes, size_t n, size_t node_bytes) 
 }
 
 absl::Status CheckReadMemory(const ReadMemory& need, size_t limit) {
-  const size_t available = HostAvailableBytes();
+  const size_t available = HostAvailableBytesFor(need.bytes);
   if (need.bytes <= limit && need.bytes <= available) return absl::OkStatus();
   const std::string over =
       limit < available

@@ -296,6 +296,38 @@ TEST(LoadTables, AMethodWhoseTablesGoOverTheLimitIsRefusedBeforeAnyAllocation) {
   EXPECT_GT(host->counters().allocations, allocations);
 }
 
+TEST(LoadTables, HostMemoryIsAskedABoundedNumberOfTimesWhateverTheDelegates) {
+  // Reading a program and loading a method check their structures against the host's available
+  // memory, which costs a few file reads. A method of many graph delegates parses one small
+  // sub-program per distinct payload: those must not ask again, or the load of 200 delegates
+  // pays for 200 queries.
+  constexpr int kDelegates = 200;
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId v = m.Input("x", DType::kFloat32, {16});
+  for (int i = 0; i < kDelegates; ++i) {
+    // Each payload adds its own constant: no two are the same, so none is shared.
+    v = m.GraphDelegate("cuda:0", {v}, [i](MethodBuilder& g, absl::Span<const ValueId> in) {
+      ValueId c = g.ConstantF32("c", {16}, std::vector<float>(16, static_cast<float>(i)));
+      return std::vector<ValueId>{g.Op("add", {in[0], c})};
+    })[0];
+  }
+  m.Output(v);
+  ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, pb.Build());
+  Runtime rt;
+  const size_t before = internal::HostAvailableBytesQueries();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(bytes));
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
+  // The method's budget check asks once for the host and once per sim device it uses.
+  EXPECT_LE(internal::HostAvailableBytesQueries() - before, 4u);
+  // A structure over the floor is still checked against the host.
+  const size_t asked = internal::HostAvailableBytesQueries();
+  internal::HostAvailableBytesFor(internal::kHostMemoryQueryFloorBytes);
+  EXPECT_EQ(internal::HostAvailableBytesQueries(), asked + 1);
+  internal::HostAvailableBytesFor(internal::kHostMemoryQueryFloorBytes - 1);
+  EXPECT_EQ(internal::HostAvailableBytesQueries(), asked + 1);
+}
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define FERRY_TEST_HEAP_CHECKED 1
 #elif defined(__has_feature)
