@@ -191,10 +191,8 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage
         "a data file (.ptd) was given, but only ExecuTorch programs (.pte) use one");
   }
   FERRY_ASSIGN_OR_RETURN(
-      const fbs::Program* root,
-      internal::VerifyProgram(absl::MakeConstSpan(storage->data, storage->size), {}));
-  FERRY_RETURN_IF_ERROR(internal::CheckReadMemory(internal::ReadMemoryOf(*root), memory_limit));
-  std::vector<MethodDef> methods = internal::BuildMethodDefs(*root);
+      std::vector<MethodDef> methods,
+      internal::ReadProgram(absl::MakeConstSpan(storage->data, storage->size), {}, memory_limit));
   for (MethodDef& m : methods) m.mapping = storage->mapping.get();
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(methods)));
 }
@@ -330,9 +328,8 @@ absl::StatusOr<std::unique_ptr<Program>> Program::FromJson(absl::string_view jso
   // parsed program is checked without alignment, re-packed by Ferry's writer and loaded from that.
   internal::VerifyOptions options;
   options.check_alignment = false;
-  FERRY_ASSIGN_OR_RETURN(const fbs::Program* root, internal::VerifyProgram(span, options));
-  FERRY_RETURN_IF_ERROR(internal::CheckReadMemory(internal::ReadMemoryOf(*root), SIZE_MAX));
-  std::vector<MethodDef> methods = internal::BuildMethodDefs(*root);
+  FERRY_ASSIGN_OR_RETURN(std::vector<MethodDef> methods,
+                         internal::ReadProgram(span, options, SIZE_MAX));
   std::vector<const MethodDef*> pointers;
   for (const MethodDef& m : methods) pointers.push_back(&m);
   FERRY_ASSIGN_OR_RETURN(std::vector<uint8_t> packed, internal::SerializeProgram(pointers));

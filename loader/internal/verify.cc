@@ -167,13 +167,14 @@ class MethodVerifier {
  public:
   MethodVerifier(const fbs::Program& program, absl::Span<const uint8_t> bytes,
                  const VerifyOptions& options, const fbs::Method& method, std::string label,
-                 CopyBudget& budget)
+                 CopyBudget& budget, MethodDef* out)
       : program_(program),
         bytes_(bytes),
         options_(options),
         method_(method),
         label_(std::move(label)),
-        budget_(budget) {}
+        budget_(budget),
+        out_(out) {}
 
   absl::Status Verify() {
     FERRY_RETURN_IF_ERROR(VerifyValues());
@@ -228,6 +229,7 @@ class MethodVerifier {
       return absl::InvalidArgumentError(absl::StrCat(label_, ": too many values"));
     }
     const size_t num_segments = Len(program_.segments());
+    if (out_ != nullptr) out_->values.resize(num_values());
     for (size_t v = 0; v < num_values(); ++v) {
       const fbs::Value* val = value(v);
       if (!budget_.SpendBytes(View(val->name()).size())) {
@@ -257,6 +259,7 @@ class MethodVerifier {
         if (!budget_.SpendEntries(Len(s->int_list()))) {
           return ListsTooLong(ValueLabel(v, val));
         }
+        if (out_ != nullptr) BuildScalar(v, *val, *s);
         continue;
       }
       if (!Aligned8(val->sizes())) {
@@ -294,8 +297,48 @@ class MethodVerifier {
       if (val->shared() && val->kind() != fbs::ValueKind::State) {
         return Error(ValueLabel(v, val), "is marked shared, which only a state can be");
       }
+      if (out_ != nullptr) BuildTensor(v, *val);
     }
     return absl::OkStatus();
+  }
+
+  // The ValueDef of value v, from fields its checks have passed.
+  ValueDef& BuildName(size_t v, const fbs::Value& val) {
+    ValueDef& out = out_->values[v];
+    out.name = std::string(View(val.name()));
+    if (out.name.empty()) out.name = absl::StrCat("value ", v);
+    out.kind = ToKind(val.kind());
+    return out;
+  }
+  void BuildScalar(size_t v, const fbs::Value& val, const fbs::ScalarValue& s) {
+    ValueDef& out = BuildName(v, val);
+    switch (s.kind()) {
+      case fbs::ScalarKind::Int:
+        out.scalar = Scalar::Int(s.int_value());
+        break;
+      case fbs::ScalarKind::Double:
+        out.scalar = Scalar::Double(s.double_value());
+        break;
+      case fbs::ScalarKind::Bool:
+        out.scalar = Scalar::Bool(s.bool_value());
+        break;
+      case fbs::ScalarKind::IntList: {
+        std::vector<int64_t> list;
+        if (s.int_list() != nullptr) list.assign(s.int_list()->begin(), s.int_list()->end());
+        out.scalar = Scalar::IntList(std::move(list));
+        break;
+      }
+    }
+  }
+  void BuildTensor(size_t v, const fbs::Value& val) {
+    ValueDef& out = BuildName(v, val);
+    out.meta = MetaOf(&val);
+    out.shared = val.shared();
+    if (out.kind == ValueKind::kConstant || out.kind == ValueKind::kState) {
+      const flatbuffers::Vector<uint8_t>* data =
+          program_.segments()->Get(val.data_segment())->data();
+      if (data != nullptr) out.data = absl::MakeConstSpan(data->data(), data->size());
+    }
   }
 
   absl::Status VerifyData(size_t v, size_t byte_size, size_t num_segments) {
@@ -355,6 +398,7 @@ class MethodVerifier {
                      "an input value that is not listed in the method's inputs");
       }
     }
+    if (out_ != nullptr && inputs != nullptr) out_->inputs.assign(inputs->begin(), inputs->end());
     return absl::OkStatus();
   }
 
@@ -364,6 +408,7 @@ class MethodVerifier {
       if (value(v)->kind() == fbs::ValueKind::Intermediate) producer_[v] = kNotProduced;
     }
     const auto* nodes = method_.nodes();
+    if (out_ != nullptr) out_->nodes.resize(Len(nodes));
     for (size_t n = 0; n < Len(nodes); ++n) {
       const fbs::Node* node = nodes->Get(n);
       // The label is built only for an error: this loop runs once per node of large methods.
@@ -422,8 +467,48 @@ class MethodVerifier {
       if (const fbs::DelegateCall* call = node->op_as_DelegateCall()) {
         FERRY_RETURN_IF_ERROR(VerifyDelegate(n, *node, *call));
       }
+      if (out_ != nullptr) BuildNode(n, *node);
     }
     return absl::OkStatus();
+  }
+
+  // The NodeDef of node n, from fields its checks have passed.
+  void BuildNode(size_t n, const fbs::Node& node) {
+    NodeDef& out = out_->nodes[n];
+    out.name = std::string(NodeDisplayName(&node));
+    if (node.args() != nullptr) {
+      out.args.assign(node.args()->data(), node.args()->data() + node.args()->size());
+    }
+    if (node.results() != nullptr) {
+      out.results.assign(node.results()->data(), node.results()->data() + node.results()->size());
+    }
+    if (const fbs::HostOp* op = node.op_as_HostOp()) {
+      out.kind = NodeKind::kHostOp;
+      out.op = std::string(View(op->op()));
+      return;
+    }
+    const fbs::DelegateCall* call = node.op_as_DelegateCall();
+    out.kind = NodeKind::kDelegate;
+    out.backend = std::string(View(call->backend()));
+    if (call->compile_specs() != nullptr) {
+      for (const fbs::CompileSpec* spec : *call->compile_specs()) {
+        out.compile_specs.emplace_back(std::string(View(spec->key())),
+                                       std::string(View(spec->value())));
+      }
+    }
+    if (call->payload() != nullptr) {
+      out.payload = absl::MakeConstSpan(call->payload()->data(), call->payload()->size());
+    }
+    if (call->arg_dim_orders() != nullptr) {
+      for (const fbs::DimOrder* order : *call->arg_dim_orders()) {
+        std::vector<int32_t> dims;
+        if (order->dims() != nullptr) dims.assign(order->dims()->begin(), order->dims()->end());
+        out.arg_dim_orders.push_back(std::move(dims));
+      }
+    }
+    if (call->written_args() != nullptr) {
+      out.written_args.assign(call->written_args()->begin(), call->written_args()->end());
+    }
   }
 
   absl::Status VerifyDelegate(size_t n, const fbs::Node& node, const fbs::DelegateCall& call) {
@@ -496,6 +581,9 @@ class MethodVerifier {
                                             ", an intermediate that no node produces"));
       }
     }
+    if (out_ != nullptr && outputs != nullptr) {
+      out_->outputs.assign(outputs->begin(), outputs->end());
+    }
     return absl::OkStatus();
   }
 
@@ -510,6 +598,7 @@ class MethodVerifier {
   const fbs::Method& method_;
   const std::string label_;
   CopyBudget& budget_;
+  MethodDef* const out_;  // built as each element passes its checks; nullptr: verify only
   std::vector<int32_t> producer_;
 };
 
@@ -520,8 +609,11 @@ std::string MethodLabel(size_t index, absl::string_view name) {
 
 }  // namespace
 
-absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> bytes,
-                                                  const VerifyOptions& options) {
+namespace {
+
+// The checks before any accessor runs: size, file identifier, the FlatBuffers verifier, version.
+absl::StatusOr<const fbs::Program*> VerifyStructure(absl::Span<const uint8_t> bytes,
+                                                    const VerifyOptions& options) {
   constexpr size_t kHeader = sizeof(flatbuffers::uoffset_t) + flatbuffers::kFileIdentifierLength;
   if (bytes.empty()) return absl::InvalidArgumentError("the program is empty (0 bytes)");
   if (bytes.size() < kHeader) {
@@ -571,10 +663,18 @@ absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> byte
                                                    " is not supported (this runtime reads version ",
                                                    kProgramFormatVersion, ")"));
   }
-  const auto* methods = program->methods();
-  if (Len(methods) == 0) return absl::InvalidArgumentError("the program has no methods");
+  if (Len(program->methods()) == 0) return absl::InvalidArgumentError("the program has no methods");
+  return program;
+}
+
+// The semantic pass over every method of a program VerifyStructure accepted; with `out`, each
+// method's MethodDef is built in the same pass, element by element as each passes its checks.
+absl::Status VerifyMethods(const fbs::Program& program, absl::Span<const uint8_t> bytes,
+                           const VerifyOptions& options, std::vector<MethodDef>* out) {
+  const auto* methods = program.methods();
   absl::flat_hash_set<absl::string_view> names;
   CopyBudget budget(bytes.size());
+  if (out != nullptr) out->reserve(methods->size());
   for (size_t m = 0; m < methods->size(); ++m) {
     const fbs::Method* method = methods->Get(m);
     absl::string_view name = View(method->name());
@@ -583,9 +683,24 @@ absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> byte
       return absl::InvalidArgumentError(
           absl::StrCat(MethodLabel(m, name), " is defined more than once"));
     }
+    MethodDef* def = nullptr;
+    if (out != nullptr) {
+      def = &out->emplace_back();
+      def->name = std::string(name);
+    }
     FERRY_RETURN_IF_ERROR(
-        MethodVerifier(*program, bytes, options, *method, MethodLabel(m, name), budget).Verify());
+        MethodVerifier(program, bytes, options, *method, MethodLabel(m, name), budget, def)
+            .Verify());
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> bytes,
+                                                  const VerifyOptions& options) {
+  FERRY_ASSIGN_OR_RETURN(const fbs::Program* program, VerifyStructure(bytes, options));
+  FERRY_RETURN_IF_ERROR(VerifyMethods(*program, bytes, options, nullptr));
   return program;
 }
 
@@ -597,96 +712,13 @@ ReadMemory ReadMemoryOf(const fbs::Program& program) {
   return need;
 }
 
-std::vector<MethodDef> BuildMethodDefs(const fbs::Program& program) {
+absl::StatusOr<std::vector<MethodDef>> ReadProgram(absl::Span<const uint8_t> bytes,
+                                                   const VerifyOptions& options,
+                                                   size_t memory_limit) {
+  FERRY_ASSIGN_OR_RETURN(const fbs::Program* program, VerifyStructure(bytes, options));
+  FERRY_RETURN_IF_ERROR(CheckReadMemory(ReadMemoryOf(*program), memory_limit));
   std::vector<MethodDef> methods;
-  methods.reserve(Len(program.methods()));
-  for (const fbs::Method* method : *program.methods()) {
-    MethodDef def;
-    def.name = std::string(View(method->name()));
-    def.values.resize(Len(method->values()));
-    for (size_t v = 0; v < def.values.size(); ++v) {
-      const fbs::Value* val = method->values()->Get(v);
-      ValueDef& out = def.values[v];
-      out.name = std::string(View(val->name()));
-      if (out.name.empty()) out.name = absl::StrCat("value ", v);
-      out.kind = ToKind(val->kind());
-      if (out.kind == ValueKind::kScalar) {
-        const fbs::ScalarValue* s = val->scalar();
-        switch (s->kind()) {
-          case fbs::ScalarKind::Int:
-            out.scalar = Scalar::Int(s->int_value());
-            break;
-          case fbs::ScalarKind::Double:
-            out.scalar = Scalar::Double(s->double_value());
-            break;
-          case fbs::ScalarKind::Bool:
-            out.scalar = Scalar::Bool(s->bool_value());
-            break;
-          case fbs::ScalarKind::IntList: {
-            std::vector<int64_t> list;
-            if (s->int_list() != nullptr) list.assign(s->int_list()->begin(), s->int_list()->end());
-            out.scalar = Scalar::IntList(std::move(list));
-            break;
-          }
-        }
-        continue;
-      }
-      out.meta = MetaOf(val);
-      out.shared = val->shared();
-      if (out.kind == ValueKind::kConstant || out.kind == ValueKind::kState) {
-        const flatbuffers::Vector<uint8_t>* data =
-            program.segments()->Get(val->data_segment())->data();
-        if (data != nullptr) out.data = absl::MakeConstSpan(data->data(), data->size());
-      }
-    }
-    def.nodes.resize(Len(method->nodes()));
-    for (size_t n = 0; n < def.nodes.size(); ++n) {
-      const fbs::Node* node = method->nodes()->Get(n);
-      NodeDef& out = def.nodes[n];
-      out.name = std::string(NodeDisplayName(node));
-      if (node->args() != nullptr) {
-        out.args.assign(node->args()->data(), node->args()->data() + node->args()->size());
-      }
-      if (node->results() != nullptr) {
-        out.results.assign(node->results()->data(),
-                           node->results()->data() + node->results()->size());
-      }
-      if (const fbs::HostOp* op = node->op_as_HostOp()) {
-        out.kind = NodeKind::kHostOp;
-        out.op = std::string(View(op->op()));
-        continue;
-      }
-      const fbs::DelegateCall* call = node->op_as_DelegateCall();
-      out.kind = NodeKind::kDelegate;
-      out.backend = std::string(View(call->backend()));
-      if (call->compile_specs() != nullptr) {
-        for (const fbs::CompileSpec* spec : *call->compile_specs()) {
-          out.compile_specs.emplace_back(std::string(View(spec->key())),
-                                         std::string(View(spec->value())));
-        }
-      }
-      if (call->payload() != nullptr) {
-        out.payload = absl::MakeConstSpan(call->payload()->data(), call->payload()->size());
-      }
-      if (call->arg_dim_orders() != nullptr) {
-        for (const fbs::DimOrder* order : *call->arg_dim_orders()) {
-          std::vector<int32_t> dims;
-          if (order->dims() != nullptr) dims.assign(order->dims()->begin(), order->dims()->end());
-          out.arg_dim_orders.push_back(std::move(dims));
-        }
-      }
-      if (call->written_args() != nullptr) {
-        out.written_args.assign(call->written_args()->begin(), call->written_args()->end());
-      }
-    }
-    if (method->inputs() != nullptr) {
-      def.inputs.assign(method->inputs()->begin(), method->inputs()->end());
-    }
-    if (method->outputs() != nullptr) {
-      def.outputs.assign(method->outputs()->begin(), method->outputs()->end());
-    }
-    methods.push_back(std::move(def));
-  }
+  FERRY_RETURN_IF_ERROR(VerifyMethods(*program, bytes, options, &methods));
   return methods;
 }
 

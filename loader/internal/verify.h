@@ -1,12 +1,12 @@
 // Verification of Ferry program bytes, and MethodDefs built from verified bytes.
 //
-//   FERRY_ASSIGN_OR_RETURN(const fbs::Program* root, VerifyProgram(bytes, {}));
-//   std::vector<MethodDef> methods = BuildMethodDefs(*root);
+//   FERRY_ASSIGN_OR_RETURN(std::vector<MethodDef> methods, ReadProgram(bytes, {}, SIZE_MAX));
 //
 // VerifyProgram runs, in order, the size and file identifier checks, the FlatBuffers verifier and
 // the semantic pass (see loader/program.h for the list); nothing in `bytes` is read through a
-// FlatBuffers accessor before the verifier has passed. On success every index, size and data
-// reference in the program is known to be valid, so BuildMethodDefs cannot fail.
+// FlatBuffers accessor before the verifier has passed. ReadProgram runs the same checks and builds
+// the MethodDefs in the semantic pass itself: each value and node is built as soon as its checks
+// have passed, so the program's tables are walked once, not once to check and once to build.
 //
 // Errors: InvalidArgument naming the element (method, value, node, argument). Nothing is
 // allocated beyond small temporaries; `bytes` is never written.
@@ -42,12 +42,16 @@ struct VerifyOptions {
 absl::StatusOr<const fbs::Program*> VerifyProgram(absl::Span<const uint8_t> bytes,
                                                   const VerifyOptions& options);
 
-// What BuildMethodDefs takes for the values and nodes of a program that VerifyProgram accepted:
-// to be checked (CheckReadMemory) before building them.
+// What the MethodDefs of a program take for its values and nodes; the FlatBuffers verifier must
+// have accepted it.
 ReadMemory ReadMemoryOf(const fbs::Program& program);
 
-// The methods of a program that VerifyProgram accepted; spans point into its bytes.
-std::vector<MethodDef> BuildMethodDefs(const fbs::Program& program);
+// Verifies `bytes` as VerifyProgram does and returns its methods; spans point into `bytes`.
+// Before building anything, the MethodDefs' memory (ReadMemoryOf) is checked against
+// `memory_limit` and the host's available memory (CheckReadMemory).
+absl::StatusOr<std::vector<MethodDef>> ReadProgram(absl::Span<const uint8_t> bytes,
+                                                   const VerifyOptions& options,
+                                                   size_t memory_limit);
 
 }  // namespace ferry::internal
 
