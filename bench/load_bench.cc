@@ -12,7 +12,8 @@
 //  - BM_LoadManyOutputs: N results of one input, all returned (N buffers live at once).
 //  - BM_LoadParts: the same split into verify, placement, planning, materialization and teardown,
 //    with the minor page faults per node.
-//  - BM_LoadColdStart: the first load in a process (a child forked per iteration), where every
+//  - BM_LoadColdStart: the first load in a process (a child forked per iteration) of the add chain
+//    and of the delegate chain, where every
 //    page the load's structures use is touched for the first time; on a machine where page faults
 //    are expensive this is most of the time.
 //  - BM_LoadPeakMemory: the host memory reading and loading take at their peak, per node (the
@@ -23,14 +24,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "benchmark/benchmark.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
@@ -271,44 +275,52 @@ void BM_LoadParts(benchmark::State& state) {
 }
 BENCHMARK(BM_LoadParts)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
+// Runs `child` in a forked child process and returns the two figures it reports through a pipe;
+// nullopt when the fork fails or the child reports nothing. The child exits without running the
+// parent's destructors.
+std::optional<std::array<double, 2>> RunInChild(absl::FunctionRef<std::array<double, 2>()> child) {
+  int fds[2];
+  if (pipe(fds) != 0) return std::nullopt;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    // A fresh process holds no freed tables to reuse (memory/huge_pages.h); the parent's would
+    // be copied on write here.
+    ReleaseCachedLargeTables();
+    const std::array<double, 2> report = child();
+    (void)!write(fds[1], report.data(), sizeof(report));
+    _exit(0);
+  }
+  close(fds[1]);
+  std::array<double, 2> report{};
+  const bool read_all = pid > 0 && read(fds[0], report.data(), sizeof(report)) == sizeof(report);
+  close(fds[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  if (!read_all) return std::nullopt;
+  return report;
+}
+
 // The first load in a process: each iteration forks a child that loads the program once and
-// reports its time and minor page faults through a pipe.
+// reports its time and minor page faults. Second argument: 0 the add chain, 1 the chain with a
+// graph delegate every 10 nodes.
 void BM_LoadColdStart(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  std::vector<uint8_t> bytes = state.range(1) == 0 ? ChainProgram(n) : AddChainProgram(n);
+  std::vector<uint8_t> bytes = state.range(1) == 0 ? AddChainProgram(n) : ChainProgram(n);
   Runtime rt;
   double faults = 0;
   for (auto _ : state) {
-    int fds[2];
-    if (pipe(fds) != 0) {
-      state.SkipWithError("pipe failed");
-      break;
-    }
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(fds[0]);
-      // A fresh process holds no freed tables to reuse (memory/huge_pages.h); the parent's would
-      // be copied on write here.
-      ReleaseCachedLargeTables();
+    const std::optional<std::array<double, 2>> report = RunInChild([&]() -> std::array<double, 2> {
       const long before = MinorFaults();
       auto t0 = Clock::now();
       absl::Status s = LoadOnce(rt, bytes);
-      double report[2] = {s.ok() ? MicrosSince(t0) : -1.0,
-                          static_cast<double>(MinorFaults() - before)};
-      (void)!write(fds[1], report, sizeof(report));
-      _exit(0);
-    }
-    close(fds[1]);
-    double report[2] = {-1.0, 0.0};
-    const bool read_all = pid > 0 && read(fds[0], report, sizeof(report)) == sizeof(report);
-    close(fds[0]);
-    if (pid > 0) waitpid(pid, nullptr, 0);
-    if (!read_all || report[0] < 0) {
+      return {s.ok() ? MicrosSince(t0) : -1.0, static_cast<double>(MinorFaults() - before)};
+    });
+    if (!report.has_value() || (*report)[0] < 0) {
       state.SkipWithError("the child's load failed");
       break;
     }
-    state.SetIterationTime(report[0] * 1e-6);
-    faults += report[1];
+    state.SetIterationTime((*report)[0] * 1e-6);
+    faults += (*report)[1];
   }
   const double per = static_cast<double>(state.iterations()) * n;
   state.counters["us_per_node"] = benchmark::Counter(
@@ -317,10 +329,10 @@ void BM_LoadColdStart(benchmark::State& state) {
   state.counters["page_faults_per_node"] = faults / per;
 }
 BENCHMARK(BM_LoadColdStart)
-    ->ArgNames({"n", "add_chain"})
+    ->ArgNames({"n", "delegates"})
+    ->Args({1000, 0})
     ->Args({10000, 0})
     ->Args({100000, 0})
-    ->Args({1000, 1})
     ->Args({10000, 1})
     ->Args({100000, 1})
     ->UseManualTime()
@@ -359,39 +371,22 @@ void PeakMemory(benchmark::State& state, int n, const std::vector<uint8_t>& byte
   Runtime rt;
   double read_peak = 0, load_peak = 0;
   for (auto _ : state) {
-    int fds[2];
-    if (pipe(fds) != 0) {
-      state.SkipWithError("pipe failed");
-      break;
-    }
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(fds[0]);
-      ReleaseCachedLargeTables();
-      double report[2] = {-1.0, -1.0};
-      if (ResetPeak()) {
-        const long base = StatusBytes("VmRSS");
-        auto program = Program::FromBytes(bytes);
-        report[0] = static_cast<double>(StatusBytes("VmHWM") - base);
-        ResetPeak();
-        const long loaded = StatusBytes("VmRSS");
-        const bool ok = program.ok() && rt.LoadMethod(**program, "forward").ok();
-        report[1] = ok ? static_cast<double>(StatusBytes("VmHWM") - loaded) : -1.0;
-      }
-      (void)!write(fds[1], report, sizeof(report));
-      _exit(0);
-    }
-    close(fds[1]);
-    double report[2] = {-1.0, -1.0};
-    const bool read_all = pid > 0 && read(fds[0], report, sizeof(report)) == sizeof(report);
-    close(fds[0]);
-    if (pid > 0) waitpid(pid, nullptr, 0);
-    if (!read_all || report[1] < 0) {
+    const std::optional<std::array<double, 2>> report = RunInChild([&]() -> std::array<double, 2> {
+      if (!ResetPeak()) return {-1.0, -1.0};
+      const long base = StatusBytes("VmRSS");
+      auto program = Program::FromBytes(bytes);
+      const double read = static_cast<double>(StatusBytes("VmHWM") - base);
+      ResetPeak();
+      const long loaded = StatusBytes("VmRSS");
+      const bool ok = program.ok() && rt.LoadMethod(**program, "forward").ok();
+      return {read, ok ? static_cast<double>(StatusBytes("VmHWM") - loaded) : -1.0};
+    });
+    if (!report.has_value() || (*report)[1] < 0) {
       state.SkipWithError("the child could not load, or cannot reset its peak resident size");
       break;
     }
-    read_peak += report[0];
-    load_peak += report[1];
+    read_peak += (*report)[0];
+    load_peak += (*report)[1];
   }
   const double per = static_cast<double>(state.iterations()) * n;
   state.counters["file_bytes_per_node"] = static_cast<double>(bytes.size()) / n;
