@@ -17,7 +17,8 @@
 //    page the load's structures use is touched for the first time; on a machine where page faults
 //    are expensive this is most of the time.
 //  - BM_LoadPeakMemory: the host memory reading and loading take at their peak, per node (the
-//    figures behind the load's own memory check, runtime/internal/load_util.h).
+//    figures behind the load's own memory check, runtime/internal/load_util.h), for the add chain,
+//    the delegate chain and nodes of 1,000 arguments each (host cats, graph delegates).
 //
 //   build/bench/ferry_bench --benchmark_filter=Load
 #include <sys/resource.h>
@@ -404,14 +405,48 @@ void PeakMemory(benchmark::State& state, int n, const std::vector<uint8_t>& byte
   state.counters["load_peak_bytes_per_node"] = load_peak / per;
 }
 
+// N nodes of `args` arguments each: host cats (kind 2) or graph delegates (kind 3) of one input,
+// many times over. What loading builds per argument, beyond its per-node tables.
+std::vector<uint8_t> ManyArgumentsProgram(int n, int args, bool delegates) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {1});
+  ValueId last = -1;
+  for (int i = 0; i < n; ++i) {
+    if (delegates) {
+      last = m.GraphDelegate("cuda:0", std::vector<ValueId>(args, x),
+                             [](MethodBuilder& g, absl::Span<const ValueId> in) {
+                               return std::vector<ValueId>{g.Op("relu", {in[0]})};
+                             })[0];
+    } else {
+      std::vector<ValueId> cat_args{m.Int(0)};
+      cat_args.insert(cat_args.end(), args, x);
+      last = m.Op("cat", cat_args);
+    }
+  }
+  m.Output(last);
+  return std::move(pb.Build()).value();
+}
+
+// Second argument: 0 the add chain, 1 the delegate chain, 2 and 3 ManyArgumentsProgram's host
+// and delegate nodes of 1,000 arguments each (per node figures are then per 1,000 arguments).
 void BM_LoadPeakMemory(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  PeakMemory(state, n, state.range(1) == 0 ? AddChainProgram(n) : ChainProgram(n));
+  switch (state.range(1)) {
+    case 0:
+      return PeakMemory(state, n, AddChainProgram(n));
+    case 1:
+      return PeakMemory(state, n, ChainProgram(n));
+    default:
+      return PeakMemory(state, n, ManyArgumentsProgram(n, 1000, state.range(1) == 3));
+  }
 }
 BENCHMARK(BM_LoadPeakMemory)
-    ->ArgNames({"n", "delegates"})
+    ->ArgNames({"n", "program"})
     ->Args({100000, 0})
     ->Args({100000, 1})
+    ->Args({1000, 2})
+    ->Args({1000, 3})
     ->Iterations(2)
     ->Unit(benchmark::kMillisecond);
 

@@ -86,9 +86,10 @@ struct LoadOptions {
   // naming the device and the largest values there, before anything is allocated.
   absl::flat_hash_map<Device, size_t> memory_limits;
   // The most host memory the load's own tables (layouts, placement, the plan, the steps; about
-  // 1 KiB per node) may take. Loading also checks them, from 1 MiB, against what the host has
-  // available, and refuses a method over either with ResourceExhausted before building any of
-  // them. SIZE_MAX: no limit of the caller's.
+  // 1 KiB per node, 24 bytes per argument or result, 5 per byte of delegate payload) may take.
+  // Loading also checks them, from 1 MiB, against what the host has available, and refuses a method
+  // over either with ResourceExhausted before building any of them. SIZE_MAX: no limit of the
+  // caller's.
   size_t table_memory_limit_bytes = SIZE_MAX;
 };
 

@@ -58,10 +58,22 @@ std::string DeviceLabel(const Device& device, const absl::flat_hash_map<Device, 
 }
 
 size_t LoadTableBytes(const MethodDef& m) {
-  size_t values = 0, nodes = 0, total = 0;
+  // Entries of all argument and result lists; each list is bounded by the program's size, so
+  // the sum fits in size_t.
+  // the sum fits in size_t, as does the sum of the payloads, which lie in the program.
+  size_t entries = 0, payload = 0;
+  for (const NodeDef& node : m.nodes) {
+    entries += node.args.size() + node.results.size();
+    payload += node.payload.size();
+  }
+  size_t values = 0, nodes = 0, lists = 0, payloads = 0, total = 0;
   if (__builtin_mul_overflow(m.values.size(), kLoadTableBytesPerValue, &values) ||
       __builtin_mul_overflow(m.nodes.size(), kLoadTableBytesPerNode, &nodes) ||
-      __builtin_add_overflow(values, nodes, &total)) {
+      __builtin_mul_overflow(entries, kLoadTableBytesPerArgument, &lists) ||
+      __builtin_mul_overflow(payload, kLoadTableBytesPerPayloadByte, &payloads) ||
+      __builtin_add_overflow(values, nodes, &total) ||
+      __builtin_add_overflow(total, lists, &total) ||
+      __builtin_add_overflow(total, payloads, &total)) {
     return SIZE_MAX;
   }
   return total;
