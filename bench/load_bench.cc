@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "bench/example/load_programs.h"
 #include "benchmark/benchmark.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
@@ -44,6 +45,10 @@
 
 namespace ferry {
 namespace {
+
+using example::AddChainProgram;
+using example::DelegateChainProgram;
+using example::LongArgumentListsProgram;
 
 using Clock = std::chrono::steady_clock;
 
@@ -55,47 +60,6 @@ long MinorFaults() {
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_minflt;
-}
-
-std::vector<uint8_t> ChainProgram(int n) {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId v = m.Input("x", DType::kFloat32, {16});
-  ValueId w = m.ConstantF32("w", {16}, std::vector<float>(16, 0.5f));
-  for (int i = 0; i < n; ++i) {
-    if (i % 10 == 9) {
-      v = m.GraphDelegate("cuda:0", {v, w}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
-        return std::vector<ValueId>{g.Op("mul", {in[0], in[1]})};
-      })[0];
-    } else {
-      v = m.Op(i % 2 == 0 ? "relu" : "neg", {v});
-    }
-  }
-  m.Output(v);
-  return std::move(pb.Build()).value();
-}
-
-// The chain peers are compared on (bench/README.md): N host adds of a constant, no delegates.
-std::vector<uint8_t> AddChainProgram(int n) {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId v = m.Input("x", DType::kFloat32, {16});
-  ValueId w = m.ConstantF32("w", {16}, std::vector<float>(16, 0.5f));
-  for (int i = 0; i < n; ++i) v = m.Op("add", {v, w});
-  m.Output(v);
-  return std::move(pb.Build()).value();
-}
-
-// N in-place adds of a constant to one input: every result is a view of the input, so the
-// alias group grows by one buffer per node.
-std::vector<uint8_t> InPlaceChainProgram(int n) {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId v = m.Input("x", DType::kFloat32, {16});
-  ValueId w = m.ConstantF32("w", {16}, std::vector<float>(16, 0.5f));
-  for (int i = 0; i < n; ++i) v = m.Op("add_", {v, w});
-  m.Output(v);
-  return std::move(pb.Build()).value();
 }
 
 // N results of one input, each returned: N buffers live at once to the end of the call.
@@ -175,7 +139,7 @@ void TimeLoads(benchmark::State& state, int n, const std::vector<uint8_t>& bytes
 
 void BM_Load(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  TimeLoads(state, n, ChainProgram(n));
+  TimeLoads(state, n, DelegateChainProgram(n));
 }
 BENCHMARK(BM_Load)
     ->RangeMultiplier(10)
@@ -224,7 +188,7 @@ BENCHMARK(BM_LoadMethodAddChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(bench
 
 void BM_LoadInPlaceChain(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  TimeLoads(state, n, InPlaceChainProgram(n));
+  TimeLoads(state, n, AddChainProgram(n, /*in_place=*/true));
 }
 BENCHMARK(BM_LoadInPlaceChain)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
@@ -246,7 +210,7 @@ BENCHMARK(BM_LoadGraphDelegate)->Arg(1000)->Arg(10000)->Arg(30000)->Unit(benchma
 // teardown (destroying the method and the program).
 void BM_LoadParts(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  std::vector<uint8_t> bytes = ChainProgram(n);
+  std::vector<uint8_t> bytes = DelegateChainProgram(n);
   Runtime rt;
   if (absl::Status s = LoadOnce(rt, bytes); !s.ok()) {
     state.SkipWithError(std::string(s.message()).c_str());
@@ -316,7 +280,7 @@ std::optional<std::array<double, 2>> RunInChild(absl::FunctionRef<std::array<dou
 // graph delegate every 10 nodes.
 void BM_LoadColdStart(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  std::vector<uint8_t> bytes = state.range(1) == 0 ? AddChainProgram(n) : ChainProgram(n);
+  std::vector<uint8_t> bytes = state.range(1) == 0 ? AddChainProgram(n) : DelegateChainProgram(n);
   Runtime rt;
   double faults = 0;
   for (auto _ : state) {
@@ -405,30 +369,7 @@ void PeakMemory(benchmark::State& state, int n, const std::vector<uint8_t>& byte
   state.counters["load_peak_bytes_per_node"] = load_peak / per;
 }
 
-// N nodes of `args` arguments each: host cats (kind 2) or graph delegates (kind 3) of one input,
-// many times over. What loading builds per argument, beyond its per-node tables.
-std::vector<uint8_t> ManyArgumentsProgram(int n, int args, bool delegates) {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId x = m.Input("x", DType::kFloat32, {1});
-  ValueId last = -1;
-  for (int i = 0; i < n; ++i) {
-    if (delegates) {
-      last = m.GraphDelegate("cuda:0", std::vector<ValueId>(args, x),
-                             [](MethodBuilder& g, absl::Span<const ValueId> in) {
-                               return std::vector<ValueId>{g.Op("relu", {in[0]})};
-                             })[0];
-    } else {
-      std::vector<ValueId> cat_args{m.Int(0)};
-      cat_args.insert(cat_args.end(), args, x);
-      last = m.Op("cat", cat_args);
-    }
-  }
-  m.Output(last);
-  return std::move(pb.Build()).value();
-}
-
-// Second argument: 0 the add chain, 1 the delegate chain, 2 and 3 ManyArgumentsProgram's host
+// Second argument: 0 the add chain, 1 the delegate chain, 2 and 3 LongArgumentListsProgram's host
 // and delegate nodes of 1,000 arguments each (per node figures are then per 1,000 arguments).
 void BM_LoadPeakMemory(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
@@ -436,9 +377,9 @@ void BM_LoadPeakMemory(benchmark::State& state) {
     case 0:
       return PeakMemory(state, n, AddChainProgram(n));
     case 1:
-      return PeakMemory(state, n, ChainProgram(n));
+      return PeakMemory(state, n, DelegateChainProgram(n));
     default:
-      return PeakMemory(state, n, ManyArgumentsProgram(n, 1000, state.range(1) == 3));
+      return PeakMemory(state, n, LongArgumentListsProgram(n, 1000, state.range(1) == 3));
   }
 }
 BENCHMARK(BM_LoadPeakMemory)

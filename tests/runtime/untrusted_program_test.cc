@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/example/load_programs.h"
 #include "ferry/kernels/op_registry.h"
 #include "ferry/loader/program.h"
 #include "ferry/loader/program_builder.h"
@@ -264,38 +265,13 @@ TEST(MemoryBudget, TensorLargerThanTheHostIsRefusedBeforeAnyAllocation) {
   EXPECT_LT(ResidentBytes() - std::min(ResidentBytes(), resident), size_t{10} << 20);
 }
 
-// A chain of `n` adds of a constant to an input, all on the host.
+// Programs of the load benchmarks (bench/example/load_programs.h), read.
 std::unique_ptr<Program> AddChain(int n) {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId v = m.Input("x", DType::kFloat32, {16});
-  ValueId w = m.ConstantF32("w", {16}, std::vector<float>(16, 0.5f));
-  for (int i = 0; i < n; ++i) v = m.Op("add", {v, w});
-  m.Output(v);
-  return std::move(Program::FromBytes(std::move(pb.Build()).value())).value();
+  return std::move(Program::FromBytes(example::AddChainProgram(n))).value();
 }
-
-// `n` host cats (or graph delegates on cuda:0) of `args` copies of one input each: nodes with
-// long argument lists.
 std::unique_ptr<Program> LongArgumentLists(int n, int args, bool delegates = false) {
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId x = m.Input("x", DType::kFloat32, {1});
-  ValueId last = -1;
-  for (int i = 0; i < n; ++i) {
-    if (delegates) {
-      last = m.GraphDelegate("cuda:0", std::vector<ValueId>(args, x),
-                             [](MethodBuilder& g, absl::Span<const ValueId> in) {
-                               return std::vector<ValueId>{g.Op("relu", {in[0]})};
-                             })[0];
-      continue;
-    }
-    std::vector<ValueId> cat_args{m.Int(0)};
-    cat_args.insert(cat_args.end(), args, x);
-    last = m.Op("cat", cat_args);
-  }
-  m.Output(last);
-  return std::move(Program::FromBytes(std::move(pb.Build()).value())).value();
+  return std::move(Program::FromBytes(example::LongArgumentListsProgram(n, args, delegates)))
+      .value();
 }
 
 TEST(LoadTables, LongArgumentListsCountInTheEstimate) {
