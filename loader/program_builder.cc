@@ -435,7 +435,10 @@ std::vector<ValueId> MethodBuilder::GraphDelegate(std::optional<std::string> tar
     return Invalid(1);
   }
   // The sub-graph: tensor arguments become the inputs of "main" in order (as the graph backend
-  // binds them), scalar arguments are baked in as scalars of the sub-graph.
+  // binds them), scalar arguments are baked in as scalars of the sub-graph. Inputs are named
+  // after their argument position, not after the values passed in, so that calls of one body on
+  // like arguments (the layers of a model) carry the same payload, which the graph backend reads
+  // and verifies once.
   ProgramBuilder sub_program(&owner_->registry());
   MethodBuilder& sub = sub_program.AddMethod("main");
   std::vector<ValueId> sub_args;
@@ -446,7 +449,7 @@ std::vector<ValueId> MethodBuilder::GraphDelegate(std::optional<std::string> tar
       sub_args.push_back(sub.Scalar(value.scalar));
       continue;
     }
-    ValueId in = sub.Input(value.name, value.meta.dtype,
+    ValueId in = sub.Input(absl::StrCat("argument ", a), value.meta.dtype,
                            {value.meta.sizes.begin(), value.meta.sizes.end()});
     if (in >= 0) {
       sub.def_.values[in].meta.dim_order = value.meta.dim_order;

@@ -4,7 +4,8 @@
 //   MethodBuilder& m = pb.AddMethod("forward");
 //   ValueId a = m.Input("a", DType::kFloat32, {2, 2});
 //   ValueId w = m.ConstantF32("w", {2, 2}, {1, 2, 3, 4});
-//   ValueId t = m.GraphDelegate("cuda:0", {a, w}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
+//   ValueId t = m.GraphDelegate("cuda:0", {a, w}, [](MethodBuilder& g, absl::Span<const ValueId>
+//   in) {
 //     return std::vector<ValueId>{g.Op("add", {in[0], in[1]})};
 //   })[0];
 //   m.Output(m.Op("relu", {t}));
@@ -18,8 +19,11 @@
 //
 // The built-in graph backend ("graph") takes a payload that is itself a serialized program with one
 // method "main": its inputs are the delegate's tensor arguments in order (scalar arguments are
-// baked into the sub-graph as its own scalars), its outputs the delegate's results. GraphDelegate builds that payload, infers the results from it, declares the arguments
-// the sub-graph writes in place, and sets compile spec "target_device" when a device is given.
+// baked into the sub-graph as its own scalars), its outputs the delegate's results. GraphDelegate
+// builds that payload, infers the results from it, declares the arguments the sub-graph writes in
+// place, and sets compile spec "target_device" when a device is given. The sub-graph's inputs are
+// named "argument N" after the call's argument positions, so two calls of one body on arguments
+// of the same types and shapes carry the same payload (the backend reads it once).
 //
 // Names: a node without a name given is named after its op (or backend), and its results after
 // the node; when that name is already a value's name in the method, "_1", "_2", ... is appended,

@@ -1,14 +1,15 @@
 #include "ferry/loader/program_builder.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "ferry/loader/program.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/loader/program.h"
 #include "tests/loader/test_ops.h"
 #include "tests/testing/status_matchers.h"
 
@@ -420,8 +421,9 @@ TEST_F(ProgramBuilderTest, GraphDelegatePayloadIsAProgramWithMethodMain) {
   EXPECT_THAT(sub->method_names(), ElementsAre("main"));
   ASSERT_OK_AND_ASSIGN(const MethodDef* main, sub->method("main"));
   ASSERT_EQ(main->inputs.size(), 2u);
-  EXPECT_EQ(main->values[main->inputs[0]].name, "a");
-  EXPECT_EQ(main->values[main->inputs[1]].name, "w");
+  // Named after the call's argument positions, not the values passed in.
+  EXPECT_EQ(main->values[main->inputs[0]].name, "argument 0");
+  EXPECT_EQ(main->values[main->inputs[1]].name, "argument 1");
   EXPECT_EQ(main->values[main->inputs[1]].kind, ValueKind::kInput);
   EXPECT_EQ(main->values[main->inputs[1]].meta, (TensorMeta{DType::kFloat32, {2, 2}, {}}));
   ASSERT_EQ(main->nodes.size(), 2u);
@@ -429,6 +431,32 @@ TEST_F(ProgramBuilderTest, GraphDelegatePayloadIsAProgramWithMethodMain) {
   EXPECT_THAT(main->nodes[0].args, ElementsAre(main->inputs[0], main->inputs[1]));
   EXPECT_EQ(main->nodes[1].op, "relu");
   EXPECT_THAT(main->outputs, ElementsAre(main->nodes[1].results[0], main->nodes[0].results[0]));
+}
+
+TEST_F(ProgramBuilderTest, GraphDelegatesOfOneBodyOnLikeArgumentsCarryOnePayload) {
+  // Layers of a model: one body called on different values of the same types and shapes. The
+  // payloads are byte for byte the same, so the graph backend reads one sub-program for all.
+  ProgramBuilder pb(&ops_);
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {2, 2});
+  auto layer = [](MethodBuilder& g, absl::Span<const ValueId> in) {
+    return std::vector<ValueId>{g.Op("relu", {g.Op("add", {in[0], in[1]})})};
+  };
+  ValueId w0 = m.ConstantF32("w0", {2, 2}, {1, 2, 3, 4});
+  ValueId w1 = m.ConstantF32("w1", {2, 2}, {5, 6, 7, 8});
+  ValueId h = m.GraphDelegate("cuda:0", {x, w0}, layer)[0];
+  m.Output(m.GraphDelegate("cuda:0", {h, w1}, layer)[0]);
+  // A third call whose argument has another shape carries another payload.
+  ValueId y = m.Input("y", DType::kFloat32, {3});
+  m.Output(m.GraphDelegate("cuda:0", {y, y}, layer)[0]);
+
+  const MethodDef* def = Load(pb);
+  ASSERT_NE(def, nullptr);
+  ASSERT_EQ(def->nodes.size(), 3u);
+  const absl::Span<const uint8_t> p0 = def->nodes[0].payload, p1 = def->nodes[1].payload,
+                                  p2 = def->nodes[2].payload;
+  EXPECT_TRUE(std::equal(p0.begin(), p0.end(), p1.begin(), p1.end()));
+  EXPECT_FALSE(std::equal(p0.begin(), p0.end(), p2.begin(), p2.end()));
 }
 
 TEST_F(ProgramBuilderTest, GraphDelegateWithoutTargetHasNoSpec) {
