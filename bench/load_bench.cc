@@ -127,8 +127,8 @@ void TimeLoads(benchmark::State& state, int n, const std::vector<uint8_t>& bytes
     // The loaded objects are destroyed outside the timed load, as the peers harness does.
     state.PauseTiming();
     const auto t0 = Clock::now();
-    method = absl::UnknownError("");
-    program = absl::UnknownError("");
+    if (method.ok()) method->reset();
+    if (program.ok()) program->reset();
     teardown_us += MicrosSince(t0);
     state.ResumeTiming();
   }

@@ -58,9 +58,8 @@ std::string DeviceLabel(const Device& device, const absl::flat_hash_map<Device, 
 }
 
 size_t LoadTableBytes(const MethodDef& m) {
-  // Entries of all argument and result lists; each list is bounded by the program's size, so
-  // the sum fits in size_t.
-  // the sum fits in size_t, as does the sum of the payloads, which lie in the program.
+  // Entries of all argument and result lists, and bytes of all payloads: each is bounded by the
+  // program's size, so the sums fit in size_t.
   size_t entries = 0, payload = 0;
   for (const NodeDef& node : m.nodes) {
     entries += node.args.size() + node.results.size();

@@ -362,12 +362,12 @@ size_t StatusBytes(const std::string& field) {
 }
 
 // The growth of the peak resident size over one load of `program`'s "forward", in a child process
-// whose freed heap memory has been returned to the system first; 0 when the peak cannot be reset.
-// Fails the test when the load fails.
-size_t LoadPeakBytes(const Program& program) {
+// whose freed heap memory has been returned to the system first, in `*peak`; 0 when the peak
+// cannot be reset. A fatal failure when the child cannot be run or its load fails.
+void LoadPeakBytes(const Program& program, size_t* peak) {
   Runtime rt;
   int fds[2];
-  EXPECT_EQ(pipe(fds), 0);
+  ASSERT_EQ(pipe(fds), 0);
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
@@ -389,10 +389,11 @@ size_t LoadPeakBytes(const Program& program) {
   const bool read_all = read(fds[0], report, sizeof(report)) == sizeof(report);
   close(fds[0]);
   waitpid(pid, nullptr, 0);
-  EXPECT_TRUE(read_all);
-  if (report[0] == 0 && report[1] == 0) return 0;
-  EXPECT_EQ(report[1], 1u) << "the load failed";
-  return report[0];
+  ASSERT_TRUE(read_all);
+  *peak = 0;
+  if (report[0] == 0 && report[1] == 0) return;
+  ASSERT_EQ(report[1], 1u) << "the load failed";
+  *peak = report[0];
 }
 
 TEST(LoadTables, EstimateCoversThePeak) {
@@ -412,7 +413,8 @@ TEST(LoadTables, EstimateCoversThePeak) {
                   {"delegates with long lists", LongArgumentLists(300, 1000, true)}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const size_t peak_bytes = LoadPeakBytes(*c.program);
+    size_t peak_bytes = 0;
+    ASSERT_NO_FATAL_FAILURE(LoadPeakBytes(*c.program, &peak_bytes));
     if (peak_bytes == 0) GTEST_SKIP() << "cannot reset the peak resident size";
     ASSERT_OK_AND_ASSIGN(const MethodDef* m, c.program->method("forward"));
     const double estimate = static_cast<double>(internal::LoadTableBytes(*m));
