@@ -52,7 +52,10 @@ struct InferredResult {
 
 // Load time: validate argument kinds, dtypes, shapes and scalars; fill `results` (sized
 // num_results). Returns InvalidArgument with a message naming the op and the offending argument.
-// At load, tensor arguments carry metadata only (data == nullptr).
+// At load, tensor arguments carry metadata only (data == nullptr). It must be a function of the
+// arguments' dtypes, sizes and strides and the scalars' values: loading calls it once for a run of
+// nodes of one op whose arguments and declared results match the node before (a chain, the layers
+// of a model), and gives them all its results.
 using InferFn = absl::Status (*)(absl::Span<const OpArg> args, absl::Span<InferredResult> results);
 // Execute time; see the file comment.
 using KernelFn = absl::Status (*)(absl::Span<const OpArg> args,

@@ -64,6 +64,55 @@ ValueLayout LayoutOf(const TensorRef& ref) {
   return layout;
 }
 
+// The same dtype, sizes and strides (the data pointer aside).
+bool SameLayout(const TensorRef& a, const TensorRef& b) {
+  if (a.dtype != b.dtype || a.rank != b.rank) return false;
+  for (int32_t i = 0; i < a.rank; ++i) {
+    if (a.sizes[i] != b.sizes[i] || a.strides[i] != b.strides[i]) return false;
+  }
+  return true;
+}
+
+// Whether a host node's op call matches the previous one's: the same schema, argument layouts,
+// scalars and declared results. Inference is a function of these (OpSchema::infer), so a node
+// that matches reuses the previous node's inferred results: runs of like nodes (a chain, the
+// layers of a model) infer once.
+class InferMemo {
+ public:
+  bool Matches(const OpSchema* schema, absl::Span<const OpArg> args,
+               absl::Span<const TensorMeta* const> declared) const {
+    if (schema != schema_ || args.size() != args_.size() || declared.size() != declared_.size()) {
+      return false;
+    }
+    for (size_t a = 0; a < args.size(); ++a) {
+      const OpArg& x = args[a];
+      const OpArg& y = args_[a];
+      if (x.tensor != nullptr) {
+        if (y.tensor == nullptr || !SameLayout(*x.tensor, *y.tensor)) return false;
+      } else if (y.scalar == nullptr || !(*x.scalar == *y.scalar)) {
+        return false;
+      }
+    }
+    for (size_t r = 0; r < declared.size(); ++r) {
+      if (!(*declared[r] == *declared_[r])) return false;
+    }
+    return true;
+  }
+  // Remembers a call whose inference passed. The arguments' layouts and scalars must stay
+  // unchanged while the memo is used (they are the method's values, final once inferred).
+  void Set(const OpSchema* schema, absl::Span<const OpArg> args,
+           absl::Span<const TensorMeta* const> declared) {
+    schema_ = schema;
+    args_.assign(args.begin(), args.end());
+    declared_.assign(declared.begin(), declared.end());
+  }
+
+ private:
+  const OpSchema* schema_ = nullptr;
+  std::vector<OpArg> args_;
+  std::vector<const TensorMeta*> declared_;
+};
+
 std::string SpecString(DType dtype, absl::Span<const int64_t> sizes) {
   return absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(sizes, ", "), "]");
 }
@@ -253,6 +302,7 @@ absl::Status MethodLoader::ResolveOps() {
   std::vector<OpArg> args;                  // scratch, reused per node
   std::vector<const TensorMeta*> declared;  // scratch
   std::vector<InferredResult> inferred;     // scratch
+  InferMemo memo;
   pin_.method = &m_;
   pin_.effects.resize(nn);
   pin_.layouts.resize(nv);
@@ -284,8 +334,11 @@ absl::Status MethodLoader::ResolveOps() {
       }
       declared.clear();
       for (ValueId r : node.results) declared.push_back(&m_.values[r].meta);
-      FERRY_RETURN_IF_ERROR(
-          InferAndCheck(*schema, args, declared, &inferred, [&] { return NodeContext(n); }));
+      if (!memo.Matches(schema, args, declared)) {
+        FERRY_RETURN_IF_ERROR(
+            InferAndCheck(*schema, args, declared, &inferred, [&] { return NodeContext(n); }));
+        memo.Set(schema, args, declared);
+      }  // else `inferred` holds the previous node's results, which are this node's
       bool any_view = false;
       for (size_t r = 0; r < node.results.size(); ++r) {
         natural_[node.results[r]] = inferred[r].layout;
@@ -293,9 +346,14 @@ absl::Status MethodLoader::ResolveOps() {
         view_offset_[node.results[r]] = inferred[r].view_offset;
         any_view = any_view || schema->ViewOf(static_cast<int>(r)) >= 0;
       }
-      effects.written_args.assign(schema->written_args.begin(), schema->written_args.end());
-      effects.shape_only_args.assign(schema->shape_only_args.begin(),
-                                     schema->shape_only_args.end());
+      // `effects` is fresh (empty); most ops have neither list.
+      if (!schema->written_args.empty()) {
+        effects.written_args.assign(schema->written_args.begin(), schema->written_args.end());
+      }
+      if (!schema->shape_only_args.empty()) {
+        effects.shape_only_args.assign(schema->shape_only_args.begin(),
+                                       schema->shape_only_args.end());
+      }
       if (any_view) {  // empty view_of: no result is a view
         effects.view_of.assign(node.results.size(), -1);
         for (size_t r = 0; r < node.results.size(); ++r) {

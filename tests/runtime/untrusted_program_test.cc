@@ -249,6 +249,107 @@ TEST(HostOpContract, DeclaredResultsThatDisagreeWithTheOpAreRefusedAtLoad) {
   }
 }
 
+// Loading infers a run of like nodes once (same op, argument layouts, scalars and declared
+// results); each node is still held to its own declared results. This writer's "add" declares
+// float32[2, 3] for its first node and float32[3, 2] for its second, on the same arguments.
+int declared_adds = 0;
+absl::Status DeclaresAnotherShapeSecond(absl::Span<const OpArg>,
+                                        absl::Span<InferredResult> results) {
+  results[0].layout =
+      TensorRef::Contiguous(DType::kFloat32, declared_adds++ == 0 ? std::vector<int64_t>{2, 3}
+                                                                  : std::vector<int64_t>{3, 2});
+  return absl::OkStatus();
+}
+
+TEST(HostOpContract, LikeNodesAreEachHeldToTheirOwnDeclaredResults) {
+  OpRegistry writer;
+  OpSchema add;
+  add.name = "add";
+  add.min_args = add.max_args = 2;
+  add.infer = &DeclaresAnotherShapeSecond;
+  add.kernel = [](absl::Span<const OpArg>, absl::Span<TensorRef* const>) {
+    return absl::OkStatus();
+  };
+  ASSERT_OK(writer.Register(add));
+  declared_adds = 0;
+  ProgramBuilder pb(&writer);
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {2, 3});
+  ValueId y = m.Input("y", DType::kFloat32, {2, 3});
+  m.Output(m.Op("add", {x, y}, "first"));
+  m.Output(m.Op("add", {x, y}, "second"));
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(std::move(pb.Build()).value()));
+  Runtime rt;
+  EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("node 1 (second)"),
+                             HasSubstr("is declared float32[3, 2], but op \"add\" produces "
+                                       "float32[2, 3]"))));
+}
+
+// "tile": x repeated k times (k a scalar argument), counting its inferences.
+int tile_inferences = 0;
+absl::Status TileInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  ++tile_inferences;
+  const TensorRef& x = *args[0].tensor;
+  results[0].layout = TensorRef::Contiguous(x.dtype, {x.sizes[0] * args[1].scalar->i});
+  return absl::OkStatus();
+}
+
+TEST(HostOpContract, NodesThatDifferOnlyInAScalarAreInferredEach) {
+  OpSchema tile;
+  tile.name = "tile";
+  tile.min_args = tile.max_args = 2;
+  tile.infer = &TileInfer;
+  tile.kernel = [](absl::Span<const OpArg>, absl::Span<TensorRef* const>) {
+    return absl::OkStatus();
+  };
+  OpRegistry writer;
+  ASSERT_OK(writer.Register(tile));
+  ProgramBuilder pb(&writer);
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {2});
+  m.Output(m.Op("tile", {x, m.Int(2)}, "a"));
+  m.Output(m.Op("tile", {x, m.Int(2)}, "b"));
+  m.Output(m.Op("tile", {x, m.Int(3)}, "c"));
+  m.Output(m.Op("tile", {x, m.Int(3)}, "d"));
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(std::move(pb.Build()).value()));
+  Runtime rt;
+  ASSERT_OK(rt.ops().Register(tile));
+  tile_inferences = 0;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  const std::vector<int64_t> expected[] = {{4}, {4}, {6}, {6}};
+  ASSERT_EQ(method->plan().outputs.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(method->plan().outputs[i].sizes, expected[i]) << i;
+  // a infers, b matches a, c differs in its scalar, d matches c.
+  EXPECT_EQ(tile_inferences, 2);
+}
+
+// Two slices of one shape at different starts: like nodes but for a scalar, and views whose
+// offsets differ; each reads its own part of the input.
+TEST(HostOpContract, ViewsThatDifferOnlyInAScalarReadTheirOwnElements) {
+  ProgramBuilder pb;
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {4});
+  ValueId zero = m.Int(0), one = m.Int(1);
+  ValueId front = m.Op("slice", {x, zero, zero, m.Int(2), one});
+  ValueId back = m.Op("slice", {x, zero, m.Int(2), m.Int(4), one});  // right after the first
+  m.Output(m.Op("relu", {front}, "front"));
+  m.Output(m.Op("relu", {back}, "back"));
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(std::move(pb.Build()).value()));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> in = {1, 2, 3, 4};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, in.data())));
+  ASSERT_OK(method->Execute());
+  const float* out0 = static_cast<const float*>(method->Output(0).data());
+  const float* out1 = static_cast<const float*>(method->Output(1).data());
+  ASSERT_NE(out0, nullptr);
+  ASSERT_NE(out1, nullptr);
+  EXPECT_EQ(std::vector<float>(out0, out0 + 2), (std::vector<float>{1, 2}));
+  EXPECT_EQ(std::vector<float>(out1, out1 + 2), (std::vector<float>{3, 4}));
+}
+
 TEST(MemoryBudget, TensorLargerThanTheHostIsRefusedBeforeAnyAllocation) {
   // 2^45 float32 = 128 TiB: no machine this runs on has it.
   std::unique_ptr<Program> program = ReluProgram(int64_t{1} << 25, int64_t{1} << 20, std::nullopt);
