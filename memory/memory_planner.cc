@@ -120,19 +120,23 @@ class PlacedIndex {
   }
 
   void Insert(int32_t id, size_t lo, size_t hi) {
-    for (size_t l = lo + leaves_, r = hi + 1 + leaves_; l < r; l /= 2, r /= 2) {
-      if (l & 1) Push(l++, id);
-      if (r & 1) Push(--r, id);
+    int level = 0;
+    for (size_t l = lo + leaves_, r = hi + 1 + leaves_; l < r; l /= 2, r /= 2, ++level) {
+      if (l & 1) Push(l++, id, level);
+      if (r & 1) Push(--r, id, level);
     }
     start_next_[id] = start_head_[lo];
     start_head_[lo] = id;
     bits_[lo / 64] |= uint64_t{1} << (lo % 64);
     summary_[lo / 4096] |= uint64_t{1} << ((lo / 64) % 64);
+    if (max_start_ == SIZE_MAX || lo > max_start_) max_start_ = lo;
   }
 
   // Appends the ids of placed requests whose interval intersects [first_use, last_use].
   void Conflicts(size_t a, size_t b, LargeTable<int32_t>* out) const {
-    for (size_t node = a + leaves_; node >= 1; node /= 2) {
+    // Only the tree levels that hold entries: short lifetimes use the lowest one or two.
+    for (uint64_t levels = levels_; levels != 0; levels &= levels - 1) {
+      const size_t node = (a + leaves_) >> __builtin_ctzll(levels);
       for (int32_t e = tree_head_[node]; e >= 0; e = pool_[e].next) out->push_back(pool_[e].id);
     }
     for (size_t p = NextOccupied(a + 1); p <= b; p = NextOccupied(p + 1)) {
@@ -146,14 +150,17 @@ class PlacedIndex {
     int32_t next;
   };
 
-  void Push(size_t node, int32_t id) {
+  void Push(size_t node, int32_t id, int level) {
     pool_.push_back({id, tree_head_[node]});
     tree_head_[node] = static_cast<int32_t>(pool_.size() - 1);
+    levels_ |= uint64_t{1} << level;
   }
 
   // The smallest occupied start position >= p, or SIZE_MAX.
   size_t NextOccupied(size_t p) const {
-    if (p >= positions_) return SIZE_MAX;
+    // Past the last occupied position (requests placed in order of first use query there):
+    // no scan of the empty words above it.
+    if (p >= positions_ || max_start_ == SIZE_MAX || p > max_start_) return SIZE_MAX;
     size_t word = p / 64;
     uint64_t bits = bits_[word] & (~uint64_t{0} << (p % 64));
     if (bits != 0) return word * 64 + static_cast<size_t>(__builtin_ctzll(bits));
@@ -178,6 +185,8 @@ class PlacedIndex {
   LargeTable<int32_t> start_next_;  // per id: next placed id with the same start
   LargeTable<uint64_t> bits_;       // start positions with a placed request
   LargeTable<uint64_t> summary_;    // words of bits_ that are not zero
+  size_t max_start_ = SIZE_MAX;     // the largest occupied start position; SIZE_MAX: none
+  uint64_t levels_ = 0;             // bit k: some tree node k levels above the leaves has entries
 };
 
 // Lifetimes in compressed coordinates: the distinct first_use values of the non-empty requests,
