@@ -6,7 +6,10 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "ferry/loader/internal/table_verifier.h"
 #include "ferry/runtime/method.h"
+#include "flatbuffers/flatbuffers.h"
+#include "loader/schema/program_generated.h"
 
 namespace ferry::fuzz {
 namespace {
@@ -95,6 +98,15 @@ std::vector<MethodOutcome> DriveProgram(const Runtime& runtime, const Program& p
     outcomes.push_back(DriveMethod(runtime, program, std::move(name)));
   }
   return outcomes;
+}
+
+bool TableVerifiersAgree(absl::Span<const uint8_t> bytes) {
+  if (bytes.size() >= FLATBUFFERS_MAX_BUFFER_SIZE) return true;  // neither verifier reads those
+  const std::vector<uint8_t> copy(bytes.begin(), bytes.end());   // aligned, as reading copies
+  const size_t max_tables = internal::MaxTablesFor(copy.size());
+  flatbuffers::Verifier verifier(copy.data(), copy.size(), internal::kSchemaDepth,
+                                 static_cast<flatbuffers::uoffset_t>(max_tables));
+  return internal::ProgramTablesWellFormed(copy, max_tables) == fbs::VerifyProgramBuffer(verifier);
 }
 
 std::string Describe(const DriveResult& result) {

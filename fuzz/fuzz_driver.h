@@ -66,6 +66,11 @@ DriveResult DriveJson(const Runtime& runtime, absl::string_view json);
 // Every method in order: load, bind inputs, execute.
 std::vector<MethodOutcome> DriveProgram(const Runtime& runtime, const Program& program);
 
+// Whether Ferry's verifier for its schema (loader/internal/table_verifier.h) gives the verdict of
+// the verifier flatc generates on `bytes`, at the table limit reading uses. The program fuzzer
+// stops on an input where they differ; the regression test checks every stored input.
+bool TableVerifiersAgree(absl::Span<const uint8_t> bytes);
+
 // One line per status, for logs and test output.
 std::string Describe(const DriveResult& result);
 

@@ -9,6 +9,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > ferry::fuzz::kMaxProgramBytes) return 0;
   static const ferry::Runtime& runtime = ferry::fuzz::FuzzRuntime();
+  // Reading trusts Ferry's verifier for the schema: it must agree with flatc's on every input.
+  if (!ferry::fuzz::TableVerifiersAgree(absl::MakeConstSpan(data, size))) __builtin_trap();
   ferry::fuzz::DriveBytes(runtime, absl::MakeConstSpan(data, size));
   return 0;
 }

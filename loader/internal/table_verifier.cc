@@ -17,9 +17,9 @@ constexpr voffset_t Field(int index) { return static_cast<voffset_t>(4 + 2 * ind
 
 // A table whose start and vtable have been checked.
 struct TableAt {
-  size_t pos = 0;         // the table's position in the buffer
-  size_t vtable = 0;      // its vtable's position
-  voffset_t vsize = 0;    // the vtable's size in bytes
+  size_t pos = 0;       // the table's position in the buffer
+  size_t vtable = 0;    // its vtable's position
+  voffset_t vsize = 0;  // the vtable's size in bytes
 };
 
 class TableVerifier {
@@ -30,8 +30,7 @@ class TableVerifier {
   bool Buffer() {
     // From here on size_ > 8, which the fixed-length checks (InFixed) rely on.
     if (size_ < FLATBUFFERS_MIN_BUFFER_SIZE) return false;
-    if (size_ < 2 * sizeof(uoffset_t) ||
-        !flatbuffers::BufferHasIdentifier(buf_, "FRRY")) {
+    if (size_ < 2 * sizeof(uoffset_t) || !flatbuffers::BufferHasIdentifier(buf_, "FRRY")) {
       return false;
     }
     size_t root = 0;
@@ -154,24 +153,24 @@ class TableVerifier {
   // One function per table of the schema, in its field order.
   bool Program(size_t pos) {
     TableAt t;
-    return Start(pos, &t) && Scalar<4, 4>(t, Field(0)) &&  // version: uint
-           Tables(t, Field(1), [this](size_t p) { return Method(p); }) &&   // methods
+    return Start(pos, &t) && Scalar<4, 4>(t, Field(0)) &&                  // version: uint
+           Tables(t, Field(1), [this](size_t p) { return Method(p); }) &&  // methods
            Tables(t, Field(2), [this](size_t p) { return DataSegment(p); });
   }
   bool Method(size_t pos) {
     TableAt t;
-    return Start(pos, &t) && String(t, Field(0)) &&      // name
+    return Start(pos, &t) && String(t, Field(0)) &&                       // name
            Tables(t, Field(1), [this](size_t p) { return Value(p); }) &&  // values
            Tables(t, Field(2), [this](size_t p) { return Node(p); }) &&   // nodes
-           Vector<4>(t, Field(3)) && Vector<4>(t, Field(4));  // inputs, outputs: [int]
+           Vector<4>(t, Field(3)) && Vector<4>(t, Field(4));              // inputs, outputs: [int]
   }
   bool Value(size_t pos) {
     TableAt t;
-    return Start(pos, &t) && String(t, Field(0)) &&        // name
-           Scalar<1, 1>(t, Field(1)) && Scalar<1, 1>(t, Field(2)) &&  // kind, dtype
-           Vector<8>(t, Field(3)) && Vector<4>(t, Field(4)) &&          // sizes, dim_order
-           Sub(t, Field(5), [this](size_t p) { return ScalarValue(p); }) &&              // scalar
-           Scalar<4, 4>(t, Field(6)) && Scalar<1, 1>(t, Field(7));      // data_segment, shared
+    return Start(pos, &t) && String(t, Field(0)) &&                          // name
+           Scalar<1, 1>(t, Field(1)) && Scalar<1, 1>(t, Field(2)) &&         // kind, dtype
+           Vector<8>(t, Field(3)) && Vector<4>(t, Field(4)) &&               // sizes, dim_order
+           Sub(t, Field(5), [this](size_t p) { return ScalarValue(p); }) &&  // scalar
+           Scalar<4, 4>(t, Field(6)) && Scalar<1, 1>(t, Field(7));           // data_segment, shared
   }
   bool ScalarValue(size_t pos) {
     TableAt t;
@@ -193,11 +192,11 @@ class TableVerifier {
   }
   bool DelegateCall(size_t pos) {
     TableAt t;
-    return Start(pos, &t) && String(t, Field(0)) &&              // backend
-           Tables(t, Field(1), [this](size_t p) { return CompileSpec(p); }) &&   // compile_specs
-           Vector<1>(t, Field(2)) &&                             // payload
-           Tables(t, Field(3), [this](size_t p) { return DimOrder(p); }) &&      // arg_dim_orders
-           Vector<4>(t, Field(4));                               // written_args
+    return Start(pos, &t) && String(t, Field(0)) &&                             // backend
+           Tables(t, Field(1), [this](size_t p) { return CompileSpec(p); }) &&  // compile_specs
+           Vector<1>(t, Field(2)) &&                                            // payload
+           Tables(t, Field(3), [this](size_t p) { return DimOrder(p); }) &&     // arg_dim_orders
+           Vector<4>(t, Field(4));                                              // written_args
   }
   bool Node(size_t pos) {
     TableAt t;

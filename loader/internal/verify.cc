@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "ferry/loader/internal/table_verifier.h"
 #include "ferry/loader/internal/untrusted_bytes.h"
 #include "ferry/loader/program.h"
 #include "ferry/memory/status_macros.h"
@@ -31,11 +32,6 @@ bool Aligned8(const flatbuffers::Vector<int64_t>* v) {
   return v == nullptr || v->size() == 0 ||
          reinterpret_cast<uintptr_t>(v->data()) % alignof(int64_t) == 0;
 }
-
-
-// Nesting in Ferry's schema is at most 7 levels (Program/methods/Method/nodes/Node/DelegateCall/
-// arg_dim_orders/DimOrder); the margin tolerates future fields, the bound stops hostile nesting.
-constexpr flatbuffers::uoffset_t kMaxDepth = 32;
 
 // Why a binary from stock flatc is refused, and what to do instead.
 constexpr char kFlatcAdvice[] =
@@ -630,14 +626,10 @@ absl::StatusOr<const fbs::Program*> VerifyStructure(absl::Span<const uint8_t> by
     return absl::InvalidArgumentError(
         absl::StrCat("the program is ", bytes.size(), " bytes; the format holds less than 2 GiB"));
   }
-  // A table takes at least 4 bytes, so a program without shared tables has fewer than size / 4;
-  // the bound keeps the verifier's work linear in the size even for hostile sharing.
-  const auto max_tables =
-      static_cast<flatbuffers::uoffset_t>(std::max<size_t>(bytes.size() / 4, size_t{1} << 16));
-  auto well_formed = [&] {
-    flatbuffers::Verifier verifier(bytes.data(), bytes.size(), kMaxDepth, max_tables);
-    return fbs::VerifyProgramBuffer(verifier);
-  };
+  const size_t max_tables = MaxTablesFor(bytes.size());
+  // The verdict of the FlatBuffers verifier flatc generates for the schema (with max_tables),
+  // reached by Ferry's verifier written for the schema (loader/internal/table_verifier.h).
+  auto well_formed = [&] { return ProgramTablesWellFormed(bytes, max_tables); };
   if (options.check_alignment && bytes.size() % kSegmentAlignment != 0) {
     // Ferry's writer pads every program to a multiple of 64. A size that is not, in a buffer
     // that is otherwise well formed, is the mark of another writer: stock `flatc -b`.

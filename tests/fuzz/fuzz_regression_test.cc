@@ -72,6 +72,7 @@ TEST(FuzzSeeds, EverySeedLoadsAndExecutesInBothForms) {
   Runtime runtime(fuzz::FuzzRuntimeOptions());
   for (const fuzz::SeedProgram& seed : seeds) {
     ASSERT_OK_AND_ASSIGN(std::string json, Program::ToJson(seed.bytes));
+    EXPECT_TRUE(fuzz::TableVerifiersAgree(seed.bytes)) << seed.name;
     for (const fuzz::DriveResult& r :
          {fuzz::DriveBytes(runtime, seed.bytes), fuzz::DriveJson(runtime, json)}) {
       SCOPED_TRACE(absl::StrCat("seed ", seed.name, "\n", fuzz::Describe(r)));
@@ -94,6 +95,11 @@ TEST_P(FuzzRegression, DoesNotCrash) {
   Runtime runtime(fuzz::FuzzRuntimeOptions());
   fuzz::DriveResult r = Replay(runtime, GetParam().path);
   std::printf("%s\n%s", GetParam().path.c_str(), fuzz::Describe(r).c_str());
+  if (fs::path(GetParam().path).extension() != ".json") {
+    const std::string bytes = ReadFile(GetParam().path);
+    EXPECT_TRUE(fuzz::TableVerifiersAgree(
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, FuzzRegression,

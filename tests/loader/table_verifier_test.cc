@@ -46,8 +46,7 @@ std::vector<uint8_t> EveryTableProgram() {
     ValueId t = m.GraphDelegate(
         "cuda:0", {a, w},
         [](MethodBuilder& g, absl::Span<const ValueId> in) {
-          return std::vector<ValueId>{
-              g.Op("mul_scalar", {g.Op("add", {in[0], in[1]}), g.Int(3)})};
+          return std::vector<ValueId>{g.Op("mul_scalar", {g.Op("add", {in[0], in[1]}), g.Int(3)})};
         },
         options)[0];
     ValueId flat = m.Op("view", {t, m.IntList({4})});
@@ -82,8 +81,8 @@ struct Tally {
 };
 
 // The two verifiers agree on `bytes` (copied to aligned memory of exactly its size).
-void ExpectSameVerdict(const std::vector<uint8_t>& bytes, size_t max_tables, const std::string& what,
-                       Tally* tally) {
+void ExpectSameVerdict(const std::vector<uint8_t>& bytes, size_t max_tables,
+                       const std::string& what, Tally* tally) {
   const std::vector<uint8_t> copy(bytes);  // a fresh allocation: reads past the end show in ASan
   const bool generated = Generated(copy, max_tables);
   const bool ours = ProgramTablesWellFormed(copy, max_tables);
@@ -116,8 +115,7 @@ TEST_P(TableVerifierTest, SameVerdictOnEverySingleByteChange) {
                    ? static_cast<uint8_t>(bad[i] ^ change)
                    : static_cast<uint8_t>(change);
       if (bad == bytes) continue;
-      ExpectSameVerdict(bad, kManyTables, absl::StrCat("byte ", i, " changed by ", change),
-                        &tally);
+      ExpectSameVerdict(bad, kManyTables, absl::StrCat("byte ", i, " changed by ", change), &tally);
     }
   }
   // Both verdicts occur: the changes reach fields that matter and fields that do not.
@@ -200,16 +198,14 @@ TEST(TableVerifierHandBuiltTest, SameVerdictOnTablesTheBuilderNeverWrites) {
     auto node = fbs::CreateNode(fbb, 0, static_cast<fbs::NodeOp>(7),
                                 fbs::CreateHostOp(fbb, fbb.CreateString("add")).Union());
     auto method = fbs::CreateMethod(fbb, fbb.CreateString("m"), 0, fbb.CreateVector({node}));
-    fbb.Finish(fbs::CreateProgram(fbb, 1, fbb.CreateVector({method})),
-               fbs::ProgramIdentifier());
+    fbb.Finish(fbs::CreateProgram(fbb, 1, fbb.CreateVector({method})), fbs::ProgramIdentifier());
     check(fbb, "a node of an unknown op type");
   }
   {
     flatbuffers::FlatBufferBuilder fbb;
     auto node = fbs::CreateNode(fbb, fbb.CreateString("n"), fbs::NodeOp::HostOp, 0);
     auto method = fbs::CreateMethod(fbb, 0, 0, fbb.CreateVector({node}));
-    fbb.Finish(fbs::CreateProgram(fbb, 1, fbb.CreateVector({method})),
-               fbs::ProgramIdentifier());
+    fbb.Finish(fbs::CreateProgram(fbb, 1, fbb.CreateVector({method})), fbs::ProgramIdentifier());
     check(fbb, "a host op node without its table");
   }
   EXPECT_EQ(tally.accepted, 3);
