@@ -170,7 +170,8 @@ class MethodVerifier {
         method_(method),
         label_(std::move(label)),
         budget_(budget),
-        out_(out) {}
+        out_(out),
+        num_values_(Len(method.values())) {}
 
   absl::Status Verify() {
     FERRY_RETURN_IF_ERROR(VerifyValues());
@@ -206,7 +207,7 @@ class MethodVerifier {
   }
 
   const fbs::Value* value(size_t v) const { return method_.values()->Get(v); }
-  size_t num_values() const { return Len(method_.values()); }
+  size_t num_values() const { return num_values_; }
   bool IsTensor(size_t v) const { return value(v)->kind() != fbs::ValueKind::Scalar; }
 
   std::string KindArticle(size_t v) const {
@@ -214,9 +215,9 @@ class MethodVerifier {
     return absl::StrCat(value(v)->kind() == fbs::ValueKind::Input ? "an " : "a ", name);
   }
 
-  // "value 40, but the method has 38 values" when `id` is out of range.
-  std::optional<std::string> OutOfRange(int32_t id) const {
-    if (id >= 0 && static_cast<size_t>(id) < num_values()) return std::nullopt;
+  bool InRange(int32_t id) const { return id >= 0 && static_cast<size_t>(id) < num_values(); }
+  // "value 40, but the method has 38 values", for an `id` out of range.
+  std::string OutOfRange(int32_t id) const {
     return absl::StrCat("value ", id, ", but the method has ", num_values(), " values");
   }
 
@@ -227,17 +228,20 @@ class MethodVerifier {
     const size_t num_segments = Len(program_.segments());
     if (out_ != nullptr) out_->values.resize(num_values());
     for (size_t v = 0; v < num_values(); ++v) {
+      // Each field is read once, for the checks and for the ValueDef.
       const fbs::Value* val = value(v);
-      if (!budget_.SpendBytes(View(val->name()).size())) {
+      const absl::string_view name = View(val->name());
+      if (!budget_.SpendBytes(name.size())) {
         return StringsTooLong(absl::StrCat("value ", v));
       }
-      if (!ValidKind(val->kind())) {
+      const fbs::ValueKind kind = val->kind();
+      if (!ValidKind(kind)) {
         return Error(ValueLabel(v, val),
                      absl::StrCat("kind ", static_cast<int>(val->kind()),
                                   " is not a valid value kind (0 input, 1 constant, 2 state, 3 "
                                   "intermediate, 4 scalar)"));
       }
-      if (val->kind() == fbs::ValueKind::Scalar) {
+      if (kind == fbs::ValueKind::Scalar) {
         const fbs::ScalarValue* s = val->scalar();
         if (s == nullptr) return Error(ValueLabel(v, val), "a scalar value has no scalar");
         int k = static_cast<int>(s->kind());
@@ -255,59 +259,76 @@ class MethodVerifier {
         if (!budget_.SpendEntries(Len(s->int_list()))) {
           return ListsTooLong(ValueLabel(v, val));
         }
-        if (out_ != nullptr) BuildScalar(v, *val, *s);
+        if (out_ != nullptr) BuildScalar(BuildName(v, name, kind), *s);
         continue;
       }
-      if (!Aligned8(val->sizes())) {
+      const flatbuffers::Vector<int64_t>* sizes = val->sizes();
+      if (!Aligned8(sizes)) {
         return Error(ValueLabel(v, val), "the sizes are not 8-byte aligned");
       }
-      if (!ValidDType(val->dtype())) {
-        return Error(ValueLabel(v, val), absl::StrCat("dtype ", static_cast<int>(val->dtype()),
+      const fbs::DType dtype = val->dtype();
+      if (!ValidDType(dtype)) {
+        return Error(ValueLabel(v, val), absl::StrCat("dtype ", static_cast<int>(dtype),
                                                       " is not valid (0 float32, 1 int64)"));
       }
-      const size_t rank = Len(val->sizes());
+      const size_t rank = Len(sizes);
       if (rank > static_cast<size_t>(kMaxRank)) {
         return Error(ValueLabel(v, val),
                      absl::StrCat("rank ", rank, " exceeds the maximum rank ", kMaxRank));
       }
+      const int64_t* dims = rank == 0 ? nullptr : sizes->data();
       for (size_t d = 0; d < rank; ++d) {
-        if (val->sizes()->Get(d) < 0) {
-          return Error(ValueLabel(v, val), absl::StrCat("size ", d, " is ", val->sizes()->Get(d),
-                                                        "; sizes must be non-negative"));
+        if (dims[d] < 0) {
+          return Error(ValueLabel(v, val),
+                       absl::StrCat("size ", d, " is ", dims[d], "; sizes must be non-negative"));
         }
       }
-      std::optional<size_t> byte_size = CheckedByteSize(ToDType(val->dtype()), val->sizes());
+      std::optional<size_t> byte_size = CheckedByteSize(ToDType(dtype), sizes);
       if (!byte_size.has_value()) {
         return Error(ValueLabel(v, val),
-                     absl::StrCat(DTypeName(ToDType(val->dtype())), "[", SizesString(val->sizes()),
+                     absl::StrCat(DTypeName(ToDType(dtype)), "[", SizesString(sizes),
                                   "] is too large: its byte size overflows"));
       }
-      if (!ValidDimOrder(val->dim_order(), rank)) {
+      const flatbuffers::Vector<int32_t>* dim_order = val->dim_order();
+      if (!ValidDimOrder(dim_order, rank)) {
         return Error(ValueLabel(v, val),
-                     absl::StrCat("dim_order ", DimOrderString(val->dim_order()),
+                     absl::StrCat("dim_order ", DimOrderString(dim_order),
                                   " is not a permutation of 0..", rank - 1, " (rank ", rank, ")"));
       }
-      if (val->kind() == fbs::ValueKind::Constant || val->kind() == fbs::ValueKind::State) {
-        FERRY_RETURN_IF_ERROR(VerifyData(v, *byte_size, num_segments));
-      }
-      if (val->shared() && val->kind() != fbs::ValueKind::State) {
+      const bool has_data = kind == fbs::ValueKind::Constant || kind == fbs::ValueKind::State;
+      if (has_data) FERRY_RETURN_IF_ERROR(VerifyData(v, *byte_size, num_segments));
+      const bool shared = val->shared();
+      if (shared && kind != fbs::ValueKind::State) {
         return Error(ValueLabel(v, val), "is marked shared, which only a state can be");
       }
-      if (out_ != nullptr) BuildTensor(v, *val);
+      if (out_ == nullptr) continue;
+      ValueDef& out = BuildName(v, name, kind);
+      out.meta.dtype = ToDType(dtype);
+      out.meta.sizes.assign(dims, dims + rank);
+      if (Len(dim_order) > 0) out.meta.dim_order.assign(dim_order->begin(), dim_order->end());
+      out.shared = shared;
+      if (has_data) {
+        const flatbuffers::Vector<uint8_t>* data =
+            program_.segments()->Get(val->data_segment())->data();
+        if (data != nullptr) out.data = absl::MakeConstSpan(data->data(), data->size());
+      }
     }
     return absl::OkStatus();
   }
 
-  // The ValueDef of value v, from fields its checks have passed.
-  ValueDef& BuildName(size_t v, const fbs::Value& val) {
+  // The ValueDef of value v, from fields its checks have passed: its name and kind here, the
+  // rest by the caller.
+  ValueDef& BuildName(size_t v, absl::string_view name, fbs::ValueKind kind) {
     ValueDef& out = out_->values[v];
-    out.name = std::string(View(val.name()));
-    if (out.name.empty()) out.name = absl::StrCat("value ", v);
-    out.kind = ToKind(val.kind());
+    if (name.empty()) {
+      out.name = absl::StrCat("value ", v);
+    } else {
+      out.name.assign(name.data(), name.size());
+    }
+    out.kind = ToKind(kind);
     return out;
   }
-  void BuildScalar(size_t v, const fbs::Value& val, const fbs::ScalarValue& s) {
-    ValueDef& out = BuildName(v, val);
+  static void BuildScalar(ValueDef& out, const fbs::ScalarValue& s) {
     switch (s.kind()) {
       case fbs::ScalarKind::Int:
         out.scalar = Scalar::Int(s.int_value());
@@ -324,16 +345,6 @@ class MethodVerifier {
         out.scalar = Scalar::IntList(std::move(list));
         break;
       }
-    }
-  }
-  void BuildTensor(size_t v, const fbs::Value& val) {
-    ValueDef& out = BuildName(v, val);
-    out.meta = MetaOf(&val);
-    out.shared = val.shared();
-    if (out.kind == ValueKind::kConstant || out.kind == ValueKind::kState) {
-      const flatbuffers::Vector<uint8_t>* data =
-          program_.segments()->Get(val.data_segment())->data();
-      if (data != nullptr) out.data = absl::MakeConstSpan(data->data(), data->size());
     }
   }
 
@@ -377,7 +388,7 @@ class MethodVerifier {
     for (size_t i = 0; i < Len(inputs); ++i) {
       const int32_t id = inputs->Get(i);
       const std::string where = absl::StrCat("input ", i);
-      if (auto bad = OutOfRange(id)) return Sentence(where, absl::StrCat("is ", *bad));
+      if (!InRange(id)) return Sentence(where, absl::StrCat("is ", OutOfRange(id)));
       if (value(id)->kind() != fbs::ValueKind::Input) {
         return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)), ", ", KindArticle(id),
                                             "; method inputs must be input values"));
@@ -399,8 +410,9 @@ class MethodVerifier {
   }
 
   absl::Status VerifyNodes() {
-    producer_.assign(num_values(), kFromStart);
-    for (size_t v = 0; v < num_values(); ++v) {
+    const size_t num_values = this->num_values();
+    producer_.assign(num_values, kFromStart);
+    for (size_t v = 0; v < num_values; ++v) {
       if (value(v)->kind() == fbs::ValueKind::Intermediate) producer_[v] = kNotProduced;
     }
     const auto* nodes = method_.nodes();
@@ -409,47 +421,54 @@ class MethodVerifier {
       const fbs::Node* node = nodes->Get(n);
       // The label is built only for an error: this loop runs once per node of large methods.
       auto fail = [&](absl::string_view what) { return Error(NodeLabel(n, node), what); };
+      // Each field is read once, for the checks and for the NodeDef.
+      const fbs::HostOp* host = nullptr;
+      const fbs::DelegateCall* call = nullptr;
+      absl::string_view op_name;  // the host op's, or the delegate's backend
       switch (node->op_type()) {
         case fbs::NodeOp::HostOp: {
-          if (node->op_as_HostOp() == nullptr) return fail("the host op is missing");
-          if (View(node->op_as_HostOp()->op()).empty()) {
-            return fail("the host op has no op name");
-          }
+          host = static_cast<const fbs::HostOp*>(node->op());
+          if (host == nullptr) return fail("the host op is missing");
+          op_name = View(host->op());
+          if (op_name.empty()) return fail("the host op has no op name");
           break;
         }
         case fbs::NodeOp::DelegateCall:
-          if (node->op_as_DelegateCall() == nullptr) {
-            return fail("the delegate call is missing");
-          }
+          call = static_cast<const fbs::DelegateCall*>(node->op());
+          if (call == nullptr) return fail("the delegate call is missing");
+          op_name = View(call->backend());
           break;
         default:
           return fail(absl::StrCat("operation type ", static_cast<int>(node->op_type()),
                                    " is neither a host op (1) nor a delegate call (2)"));
       }
+      absl::string_view name = View(node->name());
+      if (name.empty()) name = op_name;  // as NodeDisplayName
       const auto* args = node->args();
-      if (!budget_.SpendEntries(Len(args) + Len(node->results()))) {
+      const auto* results = node->results();
+      const size_t num_args = Len(args);
+      const size_t num_results = Len(results);
+      if (!budget_.SpendEntries(num_args + num_results)) {
         return ListsTooLong(absl::StrCat("node ", n));
       }
-      if (!budget_.SpendBytes(CopiedStringBytes(node))) {
+      if (!budget_.SpendBytes(host != nullptr ? name.size() + op_name.size()
+                                              : CopiedStringBytes(node))) {
         return StringsTooLong(absl::StrCat("node ", n));
       }
-      for (size_t a = 0; a < Len(args); ++a) {
-        const int32_t id = args->Get(a);
-        if (auto bad = OutOfRange(id)) {
-          return fail(absl::StrCat("argument ", a, " is ", *bad));
-        }
+      const int32_t* arg_ids = num_args == 0 ? nullptr : args->data();
+      for (size_t a = 0; a < num_args; ++a) {
+        const int32_t id = arg_ids[a];
+        if (!InRange(id)) return fail(absl::StrCat("argument ", a, " is ", OutOfRange(id)));
         if (producer_[id] == kNotProduced) {
           return fail(absl::StrCat("argument ", a, " is ", ValueLabel(id, value(id)),
                                    ", an intermediate that no earlier node produces"));
         }
       }
-      const auto* results = node->results();
-      for (size_t r = 0; r < Len(results); ++r) {
-        const int32_t id = results->Get(r);
-        if (auto bad = OutOfRange(id)) {
-          return fail(absl::StrCat("result ", r, " is ", *bad));
-        }
-        if (value(id)->kind() != fbs::ValueKind::Intermediate) {
+      const int32_t* result_ids = num_results == 0 ? nullptr : results->data();
+      for (size_t r = 0; r < num_results; ++r) {
+        const int32_t id = result_ids[r];
+        if (!InRange(id)) return fail(absl::StrCat("result ", r, " is ", OutOfRange(id)));
+        if (producer_[id] == kFromStart) {  // not an intermediate
           return fail(absl::StrCat("result ", r, " is ", ValueLabel(id, value(id)), ", ",
                                    KindArticle(id), "; results must be intermediates"));
         }
@@ -460,50 +479,44 @@ class MethodVerifier {
         }
         producer_[id] = static_cast<int32_t>(n);
       }
-      if (const fbs::DelegateCall* call = node->op_as_DelegateCall()) {
-        FERRY_RETURN_IF_ERROR(VerifyDelegate(n, *node, *call));
+      if (call != nullptr) FERRY_RETURN_IF_ERROR(VerifyDelegate(n, *node, *call));
+      if (out_ == nullptr) continue;
+      NodeDef& out = out_->nodes[n];
+      out.name.assign(name.data(), name.size());
+      out.args.assign(arg_ids, arg_ids + num_args);
+      out.results.assign(result_ids, result_ids + num_results);
+      if (host != nullptr) {
+        out.kind = NodeKind::kHostOp;
+        out.op.assign(op_name.data(), op_name.size());
+      } else {
+        BuildDelegate(out, *call);
       }
-      if (out_ != nullptr) BuildNode(n, *node);
     }
     return absl::OkStatus();
   }
 
-  // The NodeDef of node n, from fields its checks have passed.
-  void BuildNode(size_t n, const fbs::Node& node) {
-    NodeDef& out = out_->nodes[n];
-    out.name = std::string(NodeDisplayName(&node));
-    if (node.args() != nullptr) {
-      out.args.assign(node.args()->data(), node.args()->data() + node.args()->size());
-    }
-    if (node.results() != nullptr) {
-      out.results.assign(node.results()->data(), node.results()->data() + node.results()->size());
-    }
-    if (const fbs::HostOp* op = node.op_as_HostOp()) {
-      out.kind = NodeKind::kHostOp;
-      out.op = std::string(View(op->op()));
-      return;
-    }
-    const fbs::DelegateCall* call = node.op_as_DelegateCall();
+  // A delegate node's own fields, from a call its checks have passed.
+  static void BuildDelegate(NodeDef& out, const fbs::DelegateCall& call) {
     out.kind = NodeKind::kDelegate;
-    out.backend = std::string(View(call->backend()));
-    if (call->compile_specs() != nullptr) {
-      for (const fbs::CompileSpec* spec : *call->compile_specs()) {
+    out.backend = std::string(View(call.backend()));
+    if (call.compile_specs() != nullptr) {
+      for (const fbs::CompileSpec* spec : *call.compile_specs()) {
         out.compile_specs.emplace_back(std::string(View(spec->key())),
                                        std::string(View(spec->value())));
       }
     }
-    if (call->payload() != nullptr) {
-      out.payload = absl::MakeConstSpan(call->payload()->data(), call->payload()->size());
+    if (call.payload() != nullptr) {
+      out.payload = absl::MakeConstSpan(call.payload()->data(), call.payload()->size());
     }
-    if (call->arg_dim_orders() != nullptr) {
-      for (const fbs::DimOrder* order : *call->arg_dim_orders()) {
+    if (call.arg_dim_orders() != nullptr) {
+      for (const fbs::DimOrder* order : *call.arg_dim_orders()) {
         std::vector<int32_t> dims;
         if (order->dims() != nullptr) dims.assign(order->dims()->begin(), order->dims()->end());
         out.arg_dim_orders.push_back(std::move(dims));
       }
     }
-    if (call->written_args() != nullptr) {
-      out.written_args.assign(call->written_args()->begin(), call->written_args()->end());
+    if (call.written_args() != nullptr) {
+      out.written_args.assign(call.written_args()->begin(), call.written_args()->end());
     }
   }
 
@@ -567,7 +580,7 @@ class MethodVerifier {
     for (size_t o = 0; o < Len(outputs); ++o) {
       const int32_t id = outputs->Get(o);
       const std::string where = absl::StrCat("output ", o);
-      if (auto bad = OutOfRange(id)) return Sentence(where, absl::StrCat("is ", *bad));
+      if (!InRange(id)) return Sentence(where, absl::StrCat("is ", OutOfRange(id)));
       if (!IsTensor(id)) {
         return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)),
                                             ", a scalar; outputs must be tensors"));
@@ -595,6 +608,7 @@ class MethodVerifier {
   const std::string label_;
   CopyBudget& budget_;
   MethodDef* const out_;  // built as each element passes its checks; nullptr: verify only
+  const size_t num_values_;
   std::vector<int32_t> producer_;
 };
 
