@@ -366,7 +366,7 @@ class Placer {
     b.device = device;
     b.kind = kind;
     b.bytes = kind == BufferKind::kAlias ? 0 : Bytes(v);
-    b.dim_order = order;
+    if (!order.empty()) b.dim_order = order;
     b.alias_of = alias_of;
     int32_t id = static_cast<int32_t>(plan_.buffers.size());
     plan_.buffers.push_back(std::move(b));
@@ -958,13 +958,15 @@ class Placer {
   }
 
   void ComputeLifetimes() {
-    auto touch = [&](int32_t b, int32_t pos) {
+    auto touch_one = [&](int32_t x, int32_t pos) {
+      PlannedBuffer& buf = plan_.buffers[x];
+      if (buf.first_step < 0 || pos < buf.first_step) buf.first_step = pos;
+      if (pos > buf.last_step) buf.last_step = pos;
+    };
+    auto touch = [&](int32_t b, int32_t pos) {  // the buffer and the one whose memory it uses
       if (b < 0) return;
-      for (int32_t x : {b, phys_[b]}) {
-        PlannedBuffer& buf = plan_.buffers[x];
-        if (buf.first_step < 0 || pos < buf.first_step) buf.first_step = pos;
-        if (pos > buf.last_step) buf.last_step = pos;
-      }
+      touch_one(b, pos);
+      if (phys_[b] != b) touch_one(phys_[b], pos);
     };
     for (int32_t p = 0; p < static_cast<int32_t>(plan_.schedule.size()); ++p) {
       const ScheduleStep& s = plan_.schedule[p];
