@@ -406,12 +406,18 @@ absl::Status MethodLoader::ResolveLayouts() {
   impl_.refs_.assign(nb, TensorRef{});
   impl_.buffer_runtime_.assign(nb, nullptr);
   impl_.alias_offset_.assign(nb, 0);
+  // Runs of buffers on one device (most of them) look its runtime up once.
+  const Device* last_device = nullptr;
+  DeviceRuntime* runtime = nullptr;
   for (size_t b = 0; b < nb; ++b) {
     const PlannedBuffer& buf = p.buffers[b];
-    DeviceRuntime* runtime = rt_.devices().Find(buf.device);
-    if (runtime == nullptr) {
-      return absl::InternalError(absl::StrCat(mctx_, ": device ", buf.device.ToString(),
-                                              " has no runtime"));
+    if (last_device == nullptr || buf.device != *last_device) {
+      runtime = rt_.devices().Find(buf.device);
+      if (runtime == nullptr) {
+        return absl::InternalError(absl::StrCat(mctx_, ": device ", buf.device.ToString(),
+                                                " has no runtime"));
+      }
+      last_device = &buf.device;
     }
     impl_.buffer_runtime_[b] = runtime;
     if (buf.kind == BufferKind::kAlias) {
