@@ -4,11 +4,11 @@
 //   FERRY_ASSIGN_OR_RETURN(const MethodDef* forward, program->method("forward"));
 //
 // Load reads or maps the file (constants are used in place, zero-copy) and runs the FlatBuffers
-// verifier, then the semantic checks: indices in range, sizes and byte counts that do not
-// overflow, valid dtypes, ranks and dim orders, constant and state data inside the program and of
-// the right size, every argument defined before the node that reads it, every intermediate
-// produced exactly once. Nothing is dereferenced before the verifier has passed. A failure is
-// InvalidArgument naming the element, e.g.
+// verifier's checks (loader/internal/table_verifier.h), then the semantic checks: indices in range,
+// sizes and byte counts that do not overflow, valid dtypes, ranks and dim orders, constant and
+// state data inside the program and of the right size, every argument defined before the node that
+// reads it, every intermediate produced exactly once. Nothing is dereferenced before the verifier
+// has passed. A failure is InvalidArgument naming the element, e.g.
 //   method "forward", node 12 (add): argument 1 is value 40, but the method has 38 values
 // Files ending in ".json" are parsed as the JSON form with the built-in schema.
 //

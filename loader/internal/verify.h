@@ -2,9 +2,11 @@
 //
 //   FERRY_ASSIGN_OR_RETURN(std::vector<MethodDef> methods, ReadProgram(bytes, {}, SIZE_MAX));
 //
-// VerifyProgram runs, in order, the size and file identifier checks, the FlatBuffers verifier and
-// the semantic pass (see loader/program.h for the list); nothing in `bytes` is read through a
-// FlatBuffers accessor before the verifier has passed. ReadProgram runs the same checks and builds
+// VerifyProgram runs, in order, the size and file identifier checks, the structural check (the
+// FlatBuffers verifier's verdict, reached by Ferry's verifier for its schema,
+// loader/internal/table_verifier.h) and the semantic pass (see loader/program.h for the list);
+// nothing in `bytes` is read through a FlatBuffers accessor before the structural check has
+// passed. ReadProgram runs the same checks and builds
 // the MethodDefs in the semantic pass itself: each value and node is built as soon as its checks
 // have passed, so the program's tables are walked once, not once to check and once to build.
 //

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/example/load_programs.h"
@@ -190,19 +191,25 @@ std::unique_ptr<Program> ReluProgram(int64_t rows, int64_t cols,
   return std::move(Program::FromBytes(bytes)).value();
 }
 
+// An op of two arguments and one result whose kernel does nothing: what a program's writer
+// declares its results with (`infer`).
+OpSchema TwoArgumentOp(std::string name, InferFn infer) {
+  OpSchema op;
+  op.name = std::move(name);
+  op.min_args = op.max_args = 2;
+  op.infer = infer;
+  op.kernel = [](absl::Span<const OpArg>, absl::Span<TensorRef* const>) {
+    return absl::OkStatus();
+  };
+  return op;
+}
+
 // A host op's declared results must be what the runtime's op produces. These programs are
 // written with a registry whose "add" declares another result (any writer could); the runtime's
 // "add" of two float32 [2, 3] tensors produces float32 [2, 3].
 std::vector<uint8_t> AddDeclaring(InferFn declares) {
   OpRegistry writer;
-  OpSchema add;
-  add.name = "add";
-  add.min_args = add.max_args = 2;
-  add.infer = declares;
-  add.kernel = [](absl::Span<const OpArg>, absl::Span<TensorRef* const>) {
-    return absl::OkStatus();
-  };
-  EXPECT_OK(writer.Register(add));
+  EXPECT_OK(writer.Register(TwoArgumentOp("add", declares)));
   ProgramBuilder pb(&writer);
   MethodBuilder& m = pb.AddMethod("forward");
   ValueId x = m.Input("x", DType::kFloat32, {2, 3});
@@ -263,14 +270,7 @@ absl::Status DeclaresAnotherShapeSecond(absl::Span<const OpArg>,
 
 TEST(HostOpContract, LikeNodesAreEachHeldToTheirOwnDeclaredResults) {
   OpRegistry writer;
-  OpSchema add;
-  add.name = "add";
-  add.min_args = add.max_args = 2;
-  add.infer = &DeclaresAnotherShapeSecond;
-  add.kernel = [](absl::Span<const OpArg>, absl::Span<TensorRef* const>) {
-    return absl::OkStatus();
-  };
-  ASSERT_OK(writer.Register(add));
+  ASSERT_OK(writer.Register(TwoArgumentOp("add", &DeclaresAnotherShapeSecond)));
   declared_adds = 0;
   ProgramBuilder pb(&writer);
   MethodBuilder& m = pb.AddMethod("forward");
@@ -297,13 +297,7 @@ absl::Status TileInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> 
 }
 
 TEST(HostOpContract, NodesThatDifferOnlyInAScalarAreInferredEach) {
-  OpSchema tile;
-  tile.name = "tile";
-  tile.min_args = tile.max_args = 2;
-  tile.infer = &TileInfer;
-  tile.kernel = [](absl::Span<const OpArg>, absl::Span<TensorRef* const>) {
-    return absl::OkStatus();
-  };
+  const OpSchema tile = TwoArgumentOp("tile", &TileInfer);
   OpRegistry writer;
   ASSERT_OK(writer.Register(tile));
   ProgramBuilder pb(&writer);
