@@ -373,8 +373,11 @@ absl::Status MethodLoader::ResolveOps() {
       effects.written_args.assign(node.written_args.begin(), node.written_args.end());
     }
   }
+  // pin_.layouts starts as dense row-major, which is what LayoutOf gives a contiguous value.
   for (size_t v = 0; v < nv; ++v) {
-    if (m_.values[v].is_tensor()) pin_.layouts[v] = LayoutOf(natural_[v]);
+    if (m_.values[v].is_tensor() && !natural_[v].IsContiguous()) {
+      pin_.layouts[v] = LayoutOf(natural_[v]);
+    }
   }
   return absl::OkStatus();
 }

@@ -53,17 +53,10 @@ inline absl::Status RunHostStep(const HostStep& s) {
 // the tables must not change.
 class HostStepTables {
  public:
-  struct Pending {
-    KernelFn kernel = nullptr;
-    size_t args_begin = 0, num_args = 0;
-    size_t results_begin = 0, num_results = 0;
-    size_t views_begin = 0, num_views = 0;
-  };
-
   // Room for `steps` steps with `args` arguments and `results` results in all, so that adding
   // them copies nothing and the tables take no more memory than they hold (views are rare).
   void Reserve(size_t steps, size_t args, size_t results) {
-    pending_.reserve(steps);
+    steps_.reserve(steps);
     args_.reserve(args);
     results_.reserve(results);
   }
@@ -73,38 +66,33 @@ class HostStepTables {
   size_t Add(const OpSchema& schema, absl::Span<const OpArg> args,
              absl::Span<TensorRef* const> results, absl::Span<const ViewFixup> views,
              KernelFn kernel) {
-    Pending p;
-    p.kernel = kernel;
-    p.args_begin = args_.size();
-    p.num_args = args.size();
-    args_.insert(args_.end(), args.begin(), args.end());
-    p.results_begin = results_.size();
-    p.num_results = results.size();
-    results_.insert(results_.end(), results.begin(), results.end());
-    p.views_begin = views_.size();
-    p.num_views = views.size();
-    views_.insert(views_.end(), views.begin(), views.end());
-    pending_.push_back(p);
-    return pending_.size() - 1;
+    HostStep s;
+    s.kernel = kernel;
+    s.args = Append(args_, args);
+    s.num_args = static_cast<uint32_t>(args.size());
+    s.results = Append(results_, results);
+    s.num_results = static_cast<uint32_t>(results.size());
+    s.views = Append(views_, views);
+    s.num_views = static_cast<uint32_t>(views.size());
+    steps_.push_back(s);
+    return steps_.size() - 1;
   }
 
-  // Resolves every step's pointers; steps()[i] is the i-th step added. Called once, after the
-  // last Add.
+  // Makes every step's pointers valid; steps()[i] is the i-th step added. Called once, after the
+  // last Add. Where no table grew after a step was added (Reserve sized them), there is nothing to
+  // do.
   void Finalize() {
-    steps_.clear();
-    steps_.reserve(pending_.size());
-    for (const Pending& p : pending_) {
-      HostStep s;
-      s.kernel = p.kernel;
-      s.args = args_.data() + p.args_begin;
-      s.num_args = static_cast<uint32_t>(p.num_args);
-      s.results = results_.data() + p.results_begin;
-      s.num_results = static_cast<uint32_t>(p.num_results);
-      s.views = views_.data() + p.views_begin;
-      s.num_views = static_cast<uint32_t>(p.num_views);
-      steps_.push_back(s);
+    if (!moved_) return;
+    size_t arg = 0, result = 0, view = 0;
+    for (HostStep& s : steps_) {
+      s.args = args_.data() + arg;
+      s.results = results_.data() + result;
+      s.views = views_.data() + view;
+      arg += s.num_args;
+      result += s.num_results;
+      view += s.num_views;
     }
-    pending_ = {};  // load-time only: a loaded method keeps the resolved steps alone
+    moved_ = false;
   }
 
   size_t Add(const OpSchema& schema, absl::Span<const OpArg> args,
@@ -115,11 +103,21 @@ class HostStepTables {
   const LargeTable<HostStep>& steps() const { return steps_; }
 
  private:
+  // Appends `items` to `table`; where they start. A table that moves leaves the pointers of
+  // earlier steps behind, for Finalize to redo.
+  template <typename T, typename U>
+  const T* Append(LargeTable<T>& table, absl::Span<U> items) {
+    const T* before = table.data();
+    table.insert(table.end(), items.begin(), items.end());
+    if (table.data() != before && !steps_.empty()) moved_ = true;
+    return table.data() + (table.size() - items.size());
+  }
+
   LargeTable<OpArg> args_;
   LargeTable<TensorRef*> results_;
   LargeTable<ViewFixup> views_;
-  LargeTable<Pending> pending_;
   LargeTable<HostStep> steps_;
+  bool moved_ = false;  // some table moved after a step pointing into it was added
 };
 
 // Whether two shapes are equal. An element loop: shapes have a few dims, where a call to memcmp
