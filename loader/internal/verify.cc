@@ -226,7 +226,9 @@ class MethodVerifier {
       return absl::InvalidArgumentError(absl::StrCat(label_, ": too many values"));
     }
     const size_t num_segments = Len(program_.segments());
-    if (out_ != nullptr) out_->values.resize(num_values());
+    // Each ValueDef is made as its value passes (BuildName, once per value in order): one pass
+    // over the table's memory, not one to construct it and one to fill it.
+    if (out_ != nullptr) out_->values.reserve(num_values());
     for (size_t v = 0; v < num_values(); ++v) {
       // Each field is read once, for the checks and for the ValueDef.
       const fbs::Value* val = value(v);
@@ -316,10 +318,10 @@ class MethodVerifier {
     return absl::OkStatus();
   }
 
-  // The ValueDef of value v, from fields its checks have passed: its name and kind here, the
-  // rest by the caller.
+  // The ValueDef of value v, the next in order, from fields its checks have passed: its name and
+  // kind here, the rest by the caller.
   ValueDef& BuildName(size_t v, absl::string_view name, fbs::ValueKind kind) {
-    ValueDef& out = out_->values[v];
+    ValueDef& out = out_->values.emplace_back();
     if (name.empty()) {
       out.name = absl::StrCat("value ", v);
     } else {
@@ -416,7 +418,7 @@ class MethodVerifier {
       if (value(v)->kind() == fbs::ValueKind::Intermediate) producer_[v] = kNotProduced;
     }
     const auto* nodes = method_.nodes();
-    if (out_ != nullptr) out_->nodes.resize(Len(nodes));
+    if (out_ != nullptr) out_->nodes.reserve(Len(nodes));  // made in order, as the values are
     for (size_t n = 0; n < Len(nodes); ++n) {
       const fbs::Node* node = nodes->Get(n);
       // The label is built only for an error: this loop runs once per node of large methods.
@@ -481,7 +483,7 @@ class MethodVerifier {
       }
       if (call != nullptr) FERRY_RETURN_IF_ERROR(VerifyDelegate(n, *node, *call));
       if (out_ == nullptr) continue;
-      NodeDef& out = out_->nodes[n];
+      NodeDef& out = out_->nodes.emplace_back();
       out.name.assign(name.data(), name.size());
       out.args.assign(arg_ids, arg_ids + num_args);
       out.results.assign(result_ids, result_ids + num_results);
