@@ -4,10 +4,10 @@
 //   MethodBuilder& m = pb.AddMethod("forward");
 //   ValueId a = m.Input("a", DType::kFloat32, {2, 2});
 //   ValueId w = m.ConstantF32("w", {2, 2}, {1, 2, 3, 4});
-//   ValueId t = m.GraphDelegate("cuda:0", {a, w}, [](MethodBuilder& g, absl::Span<const ValueId>
-//   in) {
-//     return std::vector<ValueId>{g.Op("add", {in[0], in[1]})};
-//   })[0];
+//   ValueId t = m.GraphDelegate(
+//       "cuda:0", {a, w}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
+//         return std::vector<ValueId>{g.Op("add", {in[0], in[1]})};
+//       })[0];
 //   m.Output(m.Op("relu", {t}));
 //   FERRY_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, pb.Build());
 //

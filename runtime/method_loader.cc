@@ -64,8 +64,9 @@ ValueLayout LayoutOf(const TensorRef& ref) {
   return layout;
 }
 
-// The same dtype, sizes and strides (the data pointer aside).
-bool SameLayout(const TensorRef& a, const TensorRef& b) {
+// The same dtype, sizes and strides, size-1 dims' strides included (the data pointer aside): an
+// op's inferred results may carry any of them (graph_backend.cc's SameLayout ignores those).
+bool SameSizesAndStrides(const TensorRef& a, const TensorRef& b) {
   if (a.dtype != b.dtype || a.rank != b.rank) return false;
   for (int32_t i = 0; i < a.rank; ++i) {
     if (a.sizes[i] != b.sizes[i] || a.strides[i] != b.strides[i]) return false;
@@ -88,7 +89,7 @@ class InferMemo {
       const OpArg& x = args[a];
       const OpArg& y = args_[a];
       if (x.tensor != nullptr) {
-        if (y.tensor == nullptr || !SameLayout(*x.tensor, *y.tensor)) return false;
+        if (y.tensor == nullptr || !SameSizesAndStrides(*x.tensor, *y.tensor)) return false;
       } else if (y.scalar == nullptr || !(*x.scalar == *y.scalar)) {
         return false;
       }

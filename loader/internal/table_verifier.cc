@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ferry/loader/program.h"
 #include "flatbuffers/flatbuffers.h"
 
 namespace ferry::internal {
@@ -30,7 +31,8 @@ class TableVerifier {
   bool Buffer() {
     // From here on size_ > 8, which the fixed-length checks (InFixed) rely on.
     if (size_ < FLATBUFFERS_MIN_BUFFER_SIZE) return false;
-    if (size_ < 2 * sizeof(uoffset_t) || !flatbuffers::BufferHasIdentifier(buf_, "FRRY")) {
+    if (size_ < 2 * sizeof(uoffset_t) ||
+        !flatbuffers::BufferHasIdentifier(buf_, kProgramFileIdentifier)) {
       return false;
     }
     size_t root = 0;

@@ -229,6 +229,7 @@ class MethodVerifier {
     // Each ValueDef is made as its value passes (BuildName, once per value in order): one pass
     // over the table's memory, not one to construct it and one to fill it.
     if (out_ != nullptr) out_->values.reserve(num_values());
+    producer_.assign(num_values(), kFromStart);  // intermediates marked below, for VerifyNodes
     for (size_t v = 0; v < num_values(); ++v) {
       // Each field is read once, for the checks and for the ValueDef.
       const fbs::Value* val = value(v);
@@ -239,10 +240,11 @@ class MethodVerifier {
       const fbs::ValueKind kind = val->kind();
       if (!ValidKind(kind)) {
         return Error(ValueLabel(v, val),
-                     absl::StrCat("kind ", static_cast<int>(val->kind()),
+                     absl::StrCat("kind ", static_cast<int>(kind),
                                   " is not a valid value kind (0 input, 1 constant, 2 state, 3 "
                                   "intermediate, 4 scalar)"));
       }
+      if (kind == fbs::ValueKind::Intermediate) producer_[v] = kNotProduced;
       if (kind == fbs::ValueKind::Scalar) {
         const fbs::ScalarValue* s = val->scalar();
         if (s == nullptr) return Error(ValueLabel(v, val), "a scalar value has no scalar");
@@ -412,11 +414,6 @@ class MethodVerifier {
   }
 
   absl::Status VerifyNodes() {
-    const size_t num_values = this->num_values();
-    producer_.assign(num_values, kFromStart);
-    for (size_t v = 0; v < num_values; ++v) {
-      if (value(v)->kind() == fbs::ValueKind::Intermediate) producer_[v] = kNotProduced;
-    }
     const auto* nodes = method_.nodes();
     if (out_ != nullptr) out_->nodes.reserve(Len(nodes));  // made in order, as the values are
     for (size_t n = 0; n < Len(nodes); ++n) {
