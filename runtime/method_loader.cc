@@ -241,6 +241,11 @@ class MethodLoader {
   // Phase 1.
   LargeTable<const Backend*> backends_;
   LargeTable<const OpSchema*> schemas_;
+  // The host nodes' count and their arguments and results in all (ResolveOps counts them, for
+  // BuildSteps to size its tables).
+  size_t host_steps_ = 0;
+  size_t host_args_ = 0;
+  size_t host_results_ = 0;
   LargeTable<TensorRef> natural_;     // per value: its layout in an all-host run
   LargeTable<int64_t> view_offset_;   // per value: element offset of a view from its base
   // Phase 3.
@@ -294,19 +299,26 @@ absl::Status MethodLoader::ResolveOps() {
   schemas_.assign(nn, nullptr);
   natural_.assign(nv, TensorRef{});  // copies of one value: no per-element memset call
   view_offset_.assign(nv, 0);
+  pin_.method = &m_;
+  pin_.effects.resize(nn);
+  // pin_.layouts starts as dense row-major, which is what LayoutOf gives a contiguous value; a
+  // value's entry is set where its natural layout is made.
+  pin_.layouts.resize(nv);
+  auto set_natural = [&](ValueId v, const TensorRef& layout) {
+    natural_[v] = layout;
+    natural_[v].data = nullptr;
+    if (!natural_[v].IsContiguous()) pin_.layouts[v] = LayoutOf(natural_[v]);
+  };
   for (size_t v = 0; v < nv; ++v) {
     const ValueDef& value = m_.values[v];
     if (value.is_tensor() && value.kind != ValueKind::kIntermediate) {
-      natural_[v] = value.meta.ToRef();
+      set_natural(static_cast<ValueId>(v), value.meta.ToRef());
     }
   }
   std::vector<OpArg> args;                  // scratch, reused per node
   std::vector<const TensorMeta*> declared;  // scratch
   std::vector<InferredResult> inferred;     // scratch
   InferMemo memo;
-  pin_.method = &m_;
-  pin_.effects.resize(nn);
-  pin_.layouts.resize(nv);
   // The last op looked up: runs of nodes of one op (chains, layers) look it up once.
   absl::string_view last_op;
   const OpSchema* last_schema = nullptr;
@@ -324,6 +336,9 @@ absl::Status MethodLoader::ResolveOps() {
             "\"; register it with Runtime::ops().Register before loading"));
       }
       schemas_[n] = schema;
+      ++host_steps_;
+      host_args_ += node.args.size();
+      host_results_ += node.results.size();
       args.assign(node.args.size(), OpArg{});
       for (size_t a = 0; a < node.args.size(); ++a) {
         const ValueDef& value = m_.values[node.args[a]];
@@ -342,8 +357,7 @@ absl::Status MethodLoader::ResolveOps() {
       }  // else `inferred` holds the previous node's results, which are this node's
       bool any_view = false;
       for (size_t r = 0; r < node.results.size(); ++r) {
-        natural_[node.results[r]] = inferred[r].layout;
-        natural_[node.results[r]].data = nullptr;
+        set_natural(node.results[r], inferred[r].layout);
         view_offset_[node.results[r]] = inferred[r].view_offset;
         any_view = any_view || schema->ViewOf(static_cast<int>(r)) >= 0;
       }
@@ -370,14 +384,8 @@ absl::Status MethodLoader::ResolveOps() {
             "before loading"));
       }
       backends_[n] = backend;
-      for (ValueId r : node.results) natural_[r] = m_.values[r].meta.ToRef();
+      for (ValueId r : node.results) set_natural(r, m_.values[r].meta.ToRef());
       effects.written_args.assign(node.written_args.begin(), node.written_args.end());
-    }
-  }
-  // pin_.layouts starts as dense row-major, which is what LayoutOf gives a contiguous value.
-  for (size_t v = 0; v < nv; ++v) {
-    if (m_.values[v].is_tensor() && !natural_[v].IsContiguous()) {
-      pin_.layouts[v] = LayoutOf(natural_[v]);
     }
   }
   return absl::OkStatus();
@@ -394,7 +402,8 @@ absl::Status MethodLoader::Place() {
   FERRY_ASSIGN_OR_RETURN(impl_.plan_.placement, PlaceMethod(pin_, popt_));
   LargeTable<NodeEffects>().swap(pin_.effects);  // placement's alone
   for (const auto& [declared, used] : plan().mapped_devices) label_map_[declared] = used;
-  for (size_t n = 0; n < m_.nodes.size(); ++n) {
+  // Delegate nodes only: a method of host ops (host_steps_ counts them) skips the walk.
+  for (size_t n = 0; host_steps_ < m_.nodes.size() && n < m_.nodes.size(); ++n) {
     if (backends_[n] != nullptr && !backends_[n]->SupportsDevice(plan().nodes[n].device.type)) {
       return absl::UnimplementedError(absl::StrCat(
           NodeContext(n), ": backend \"", m_.nodes[n].backend, "\" does not run on ",
@@ -407,7 +416,9 @@ absl::Status MethodLoader::Place() {
 absl::Status MethodLoader::ResolveLayouts() {
   const PlacementPlan& p = plan();
   const size_t nb = p.buffers.size();
-  impl_.refs_.assign(nb, TensorRef{});
+  // Made in order, each once: no fill first (the table is the largest of a load).
+  impl_.refs_.clear();
+  impl_.refs_.reserve(nb);
   impl_.buffer_runtime_.assign(nb, nullptr);
   impl_.alias_offset_.assign(nb, 0);
   // Runs of buffers on one device (most of them) look its runtime up once.
@@ -425,15 +436,15 @@ absl::Status MethodLoader::ResolveLayouts() {
     }
     impl_.buffer_runtime_[b] = runtime;
     if (buf.kind == BufferKind::kAlias) {
-      impl_.refs_[b] = natural_[buf.value];
+      impl_.refs_.push_back(natural_[buf.value]);
       impl_.alias_offset_[b] =
           view_offset_[buf.value] * static_cast<int64_t>(natural_[buf.value].element_size());
     } else if (buf.dim_order.empty() && m_.values[buf.value].meta.dim_order.empty()) {
-      impl_.refs_[b] = m_.values[buf.value].meta.ToRef();
+      impl_.refs_.push_back(m_.values[buf.value].meta.ToRef());
     } else {
       TensorMeta meta = m_.values[buf.value].meta;
       meta.dim_order = buf.dim_order;
-      impl_.refs_[b] = meta.ToRef();
+      impl_.refs_.push_back(meta.ToRef());
     }
   }
   // Per buffer, the buffer whose memory it is, its byte offset there, and the base it shares
@@ -960,16 +971,7 @@ void MethodLoader::BuildSteps() {
   std::vector<ViewFixup> views;      // scratch
   std::vector<TensorRef*> results;  // scratch
   impl_.steps_.reserve(p.schedule.size());
-  {
-    size_t host_steps = 0, host_args = 0, host_results = 0;
-    for (size_t n = 0; n < m_.nodes.size(); ++n) {
-      if (schemas_[n] == nullptr) continue;
-      ++host_steps;
-      host_args += m_.nodes[n].args.size();
-      host_results += m_.nodes[n].results.size();
-    }
-    impl_.host_tables_.Reserve(host_steps, host_args, host_results);
-  }
+  impl_.host_tables_.Reserve(host_steps_, host_args_, host_results_);
   for (const ScheduleStep& ss : p.schedule) {
     if (ss.kind == ScheduleStep::Kind::kCopy) {
       const CopyExec& e = impl_.copies_[ss.index];
