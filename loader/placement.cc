@@ -108,6 +108,15 @@ std::vector<int32_t> CanonicalOrder(std::vector<int32_t> order) {
   return CanonicalDimOrder(std::move(order));
 }
 
+// Makes `list` n entries of -1 and returns them. InlinedVector's assign takes a general path
+// (about 50 instructions a call, twice per node); lists of a few entries fill faster one by one.
+template <typename List>
+int32_t* FreshList(List& list, size_t n) {
+  list.clear();
+  for (size_t i = 0; i < n; ++i) list.push_back(-1);
+  return list.data();
+}
+
 class Placer {
  public:
   Placer(const PlacementInput& input, const PlacementOptions& options)
@@ -125,7 +134,7 @@ class Placer {
     }
     FERRY_RETURN_IF_ERROR(PlaceOutputs());
     FERRY_RETURN_IF_ERROR(InputDiagnostics());
-    ComputeLifetimes();
+    FinishLifetimes();
     NameDiagnostics();
     FERRY_RETURN_IF_ERROR(ApplyStrictMode());
     for (const auto& [used, declared] : declared_) {
@@ -166,7 +175,9 @@ class Placer {
     device_labels_.emplace_back(d, std::move(label));
     return device_labels_.back().second;
   }
-  size_t Bytes(ValueId v) const { return m_.values[v].meta.ByteSize().value_or(0); }
+  // Computed once per value in ComputeGroups's walk of the values, so that making a buffer does
+  // not reach back into the value table.
+  size_t Bytes(ValueId v) const { return bytes_[v]; }
 
   // ---- checks -------------------------------------------------------------------------------
   absl::Status CheckInput() const {
@@ -278,9 +289,11 @@ class Placer {
   void ComputeGroups() {
     group_.resize(m_.values.size());
     kind_.resize(m_.values.size());
+    bytes_.resize(m_.values.size());
     for (size_t v = 0; v < m_.values.size(); ++v) {
       group_[v] = static_cast<ValueId>(v);
       kind_[v] = m_.values[v].kind;
+      bytes_[v] = m_.values[v].meta.ByteSize().value_or(0);
       has_state_ = has_state_ || kind_[v] == ValueKind::kState;
     }
     for (size_t n = 0; n < m_.nodes.size(); ++n) {
@@ -361,15 +374,14 @@ class Placer {
   // `order` is canonical (CanonicalDimOrder).
   int32_t NewBuffer(ValueId v, Device device, BufferKind kind, const std::vector<int32_t>& order,
                     int32_t alias_of = -1) {
-    PlannedBuffer b;
+    int32_t id = static_cast<int32_t>(plan_.buffers.size());
+    PlannedBuffer& b = plan_.buffers.emplace_back();
     b.value = v;
     b.device = device;
     b.kind = kind;
     b.bytes = kind == BufferKind::kAlias ? 0 : Bytes(v);
     if (!order.empty()) b.dim_order = order;
     b.alias_of = alias_of;
-    int32_t id = static_cast<int32_t>(plan_.buffers.size());
-    plan_.buffers.push_back(std::move(b));
     phys_.push_back(alias_of >= 0 ? phys_[alias_of] : id);
     version_.push_back(group_version_[group_[v]]);  // read only where it is its memory's root
     group_next_.push_back(-1);
@@ -484,9 +496,26 @@ class Placer {
   }
 
   void AddCallCopy(CopyStep c) {
+    const auto pos = static_cast<int32_t>(plan_.schedule.size());
     plan_.schedule.push_back(
         {ScheduleStep::Kind::kCopy, static_cast<int32_t>(plan_.copies.size())});
+    Touch(c.src_buffer, pos);
+    Touch(c.dst_buffer, pos);
     plan_.copies.push_back(std::move(c));
+  }
+
+  // Lifetimes: buffer b (and the buffer whose memory it uses) is used at schedule position pos.
+  // Each step touches its buffers as it is added (they do not change after), so that the
+  // lifetimes need no walk of their own; outputs and states are done in FinishLifetimes.
+  void TouchOne(int32_t x, int32_t pos) {
+    PlannedBuffer& buf = plan_.buffers[x];
+    if (buf.first_step < 0 || pos < buf.first_step) buf.first_step = pos;
+    if (pos > buf.last_step) buf.last_step = pos;
+  }
+  void Touch(int32_t b, int32_t pos) {
+    if (b < 0) return;
+    TouchOne(b, pos);
+    if (phys_[b] != b) TouchOne(phys_[b], pos);
   }
 
   // Buffers that share memory (an alias and its base) hold one version, kept at the memory's
@@ -703,23 +732,35 @@ class Placer {
     NodePlacement& placed = plan_.nodes[n];
     const Device d = placed.device;
     const Reader reader{n, -1, d};
-    placed.arg_buffers.assign(node.args.size(), -1);
+    const int32_t num_args = static_cast<int32_t>(node.args.size());
+    const ValueId* args = node.args.data();
+    int32_t* arg_buffers = FreshList(placed.arg_buffers, num_args);
     // Reads (copies are made before the node runs).
-    for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
-      ValueId v = node.args[a];
+    for (int32_t a = 0; a < num_args; ++a) {
+      ValueId v = args[a];
       if (!IsTensor(v)) continue;
-      if (IsShapeOnly(n, a)) continue;
-      if (a < static_cast<int32_t>(node.arg_dim_orders.size()) && !node.arg_dim_orders[a].empty()) {
+      if (!effects.shape_only_args.empty() && IsShapeOnly(n, a)) continue;
+      // Only delegates have dim orders (host ops' are empty); the kind is on the node's first
+      // cache line, the dim orders are not.
+      if (node.kind == NodeKind::kDelegate &&
+          a < static_cast<int32_t>(node.arg_dim_orders.size()) && !node.arg_dim_orders[a].empty()) {
         const std::vector<int32_t> wanted = CanonicalOrder(node.arg_dim_orders[a]);
-        FERRY_ASSIGN_OR_RETURN(placed.arg_buffers[a], Read(v, d, &wanted, reader));
+        FERRY_ASSIGN_OR_RETURN(arg_buffers[a], Read(v, d, &wanted, reader));
+      } else if (const int32_t host = host_instance_[v], g = group_[v];
+                 d.is_host() && host >= 0 &&
+                 (kind_[g] == ValueKind::kConstant || version_[phys_[host]] == group_version_[g])) {
+        // What Read gives a host reader of the value's own layout when the host copy is current
+        // (constants always are): that copy, with no copy added. Most reads of a host op. (The
+        // host copy is a buffer of v: Current(host), with v known.)
+        arg_buffers[a] = host;
       } else {
-        FERRY_ASSIGN_OR_RETURN(placed.arg_buffers[a], Read(v, d, nullptr, reader));
+        FERRY_ASSIGN_OR_RETURN(arg_buffers[a], Read(v, d, nullptr, reader));
       }
     }
     // Shape-only readers need no copy: any buffer of the value carries its shape.
     for (int32_t a : effects.shape_only_args) {
-      ValueId v = node.args[a];
-      if (!IsTensor(v) || placed.arg_buffers[a] >= 0) continue;
+      ValueId v = args[a];
+      if (!IsTensor(v) || arg_buffers[a] >= 0) continue;
       int32_t b = -1;
       b = FindInstance(v, d, NaturalOrder(v));
       if (b < 0) b = home_buffer_[v] >= 0 ? home_buffer_[v] : host_instance_[v];
@@ -727,22 +768,25 @@ class Placer {
         std::vector<int32_t> all = InstancesOf(v);
         if (!all.empty()) b = all.front();
       }
-      placed.arg_buffers[a] = b;
+      arg_buffers[a] = b;
     }
+    const auto pos = static_cast<int32_t>(plan_.schedule.size());
     plan_.schedule.push_back({ScheduleStep::Kind::kNode, n});
+    for (int32_t a = 0; a < num_args; ++a) Touch(arg_buffers[a], pos);
     // Writes in place.
     for (int32_t a : effects.written_args) {
       FERRY_RETURN_IF_ERROR(CheckWrite(n, a));
-      Write(placed.arg_buffers[a]);
+      Write(arg_buffers[a]);
     }
     // Results.
-    placed.result_buffers.assign(node.results.size(), -1);
-    for (size_t r = 0; r < node.results.size(); ++r) {
+    const size_t num_results = node.results.size();
+    int32_t* result_buffers = FreshList(placed.result_buffers, num_results);
+    for (size_t r = 0; r < num_results; ++r) {
       ValueId v = node.results[r];
       int32_t view_of = r < effects.view_of.size() ? effects.view_of[r] : -1;
       int32_t b;
       if (view_of >= 0) {
-        int32_t base = placed.arg_buffers[view_of];
+        int32_t base = arg_buffers[view_of];
         b = NewBuffer(v, d, BufferKind::kAlias, {}, base);
         plan_.buffers[b].alias_node = n;
         plan_.value_homes[v] = plan_.buffers[base].device;
@@ -752,7 +796,8 @@ class Placer {
         home_buffer_[v] = b;
       }
       Register(v, d, NaturalOrder(v), b);
-      placed.result_buffers[r] = b;
+      result_buffers[r] = b;
+      Touch(b, pos);
     }
     return absl::OkStatus();
   }
@@ -957,29 +1002,12 @@ class Placer {
     return absl::OkStatus();
   }
 
-  void ComputeLifetimes() {
-    auto touch_one = [&](int32_t x, int32_t pos) {
-      PlannedBuffer& buf = plan_.buffers[x];
-      if (buf.first_step < 0 || pos < buf.first_step) buf.first_step = pos;
-      if (pos > buf.last_step) buf.last_step = pos;
-    };
-    auto touch = [&](int32_t b, int32_t pos) {  // the buffer and the one whose memory it uses
-      if (b < 0) return;
-      touch_one(b, pos);
-      if (phys_[b] != b) touch_one(phys_[b], pos);
-    };
-    for (int32_t p = 0; p < static_cast<int32_t>(plan_.schedule.size()); ++p) {
-      const ScheduleStep& s = plan_.schedule[p];
-      if (s.kind == ScheduleStep::Kind::kCopy) {
-        touch(plan_.copies[s.index].src_buffer, p);
-        touch(plan_.copies[s.index].dst_buffer, p);
-      } else {
-        for (int32_t b : plan_.nodes[s.index].arg_buffers) touch(b, p);
-        for (int32_t b : plan_.nodes[s.index].result_buffers) touch(b, p);
-      }
-    }
+  // The schedule's steps touched their buffers as they were added (Touch); outputs are read at
+  // the end, and states live throughout.
+  void FinishLifetimes() {
     const int32_t end = static_cast<int32_t>(plan_.schedule.size());
-    for (int32_t b : plan_.output_buffers) touch(b, end);
+    for (int32_t b : plan_.output_buffers) Touch(b, end);
+    if (!has_state_) return;
     for (PlannedBuffer& b : plan_.buffers) {
       if (b.kind == BufferKind::kState) {
         b.first_step = 0;
@@ -1011,6 +1039,7 @@ class Placer {
   mutable std::deque<std::pair<Device, std::string>> device_labels_;
   LargeTable<ValueId> group_;          // per value: root of its alias group
   LargeTable<ValueKind> kind_;         // per value: m_.values[v].kind, compact for the passes
+  LargeTable<size_t> bytes_;           // per value: meta.ByteSize() (0 on overflow)
   bool has_state_ = false;             // some value is a state
   LargeTable<int64_t> group_version_;  // per group root
   // Per group root, the buffers of the group in creation order (a list through group_next_).
