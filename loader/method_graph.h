@@ -37,10 +37,13 @@ enum class ValueKind : uint8_t {
 
 const char* ValueKindName(ValueKind kind);
 
+// Field order: what the load's walks over every value read (kind, dtype, sizes) comes first, in
+// the first 64 bytes, so that such a walk over a large method (whose table is page-aligned, and
+// a ValueDef three cache lines) touches one line per value.
 struct ValueDef {
-  std::string name;  // never empty: the program's name, or "value N"
   ValueKind kind = ValueKind::kIntermediate;
   TensorMeta meta;   // tensors
+  std::string name;  // never empty: the program's name, or "value N"
   Scalar scalar;     // kScalar
   // Constant data, or a state's initial data: dense in meta's dim order, meta.ByteSize() bytes,
   // inside the program's memory, 64-byte aligned.
@@ -57,14 +60,17 @@ enum class NodeKind : uint8_t { kHostOp = 0, kDelegate = 1 };
 // Argument and result lists: most nodes have a few, kept inline (no allocation per node).
 using ValueIds = absl::InlinedVector<ValueId, 4>;
 
-struct NodeDef {
-  std::string name;  // never empty: the program's name, or the op / backend name
-  NodeKind kind = NodeKind::kHostOp;
+// Aligned to a cache line, with what every walk over the nodes reads (argument and result lists,
+// kind) in its first 64 bytes: a walk over a large method touches one line per node, not two.
+struct alignas(64) NodeDef {
   ValueIds args;
   ValueIds results;
+  NodeKind kind = NodeKind::kHostOp;
 
   // kHostOp
   std::string op;
+
+  std::string name;  // never empty: the program's name, or the op / backend name
 
   // kDelegate
   std::string backend;

@@ -63,7 +63,7 @@ size_t LoadTableBytes(const MethodDef& m) {
   size_t entries = 0, payload = 0;
   for (const NodeDef& node : m.nodes) {
     entries += node.args.size() + node.results.size();
-    payload += node.payload.size();
+    if (node.kind == NodeKind::kDelegate) payload += node.payload.size();  // host ops have none
   }
   size_t values = 0, nodes = 0, lists = 0, payloads = 0, total = 0;
   if (__builtin_mul_overflow(m.values.size(), kLoadTableBytesPerValue, &values) ||
