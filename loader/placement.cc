@@ -117,6 +117,42 @@ int32_t* FreshList(List& list, size_t n) {
   return list.data();
 }
 
+// The values of a method that share a name, per name in order of the first value (of those
+// names), each group in value order. Linear; while the names are unique it holds only a hash set
+// of value ids (4 bytes a slot, so that it stays in cache on large methods) that hashes and
+// compares the names they refer to. Values are added in order, each once.
+class SharedNameFinder {
+ public:
+  explicit SharedNameFinder(const MethodDef& m)
+      : m_(m), first_(m.values.size(), NameHash{&m}, SameName{&m}) {}
+
+  void Add(ValueId v) {
+    auto [it, inserted] = first_.insert(v);
+    if (inserted) return;
+    auto [group, added] = group_of_.try_emplace(m_.values[v].name, groups_.size());
+    if (added) groups_.push_back({*it});
+    groups_[group->second].push_back(v);
+  }
+
+  std::vector<std::vector<ValueId>> Take() { return std::move(groups_); }
+
+ private:
+  struct NameHash {
+    const MethodDef* m;
+    size_t operator()(ValueId v) const {
+      return absl::HashOf(absl::string_view(m->values[v].name));
+    }
+  };
+  struct SameName {
+    const MethodDef* m;
+    bool operator()(ValueId a, ValueId b) const { return m->values[a].name == m->values[b].name; }
+  };
+  const MethodDef& m_;
+  absl::flat_hash_set<ValueId, NameHash, SameName> first_;   // the first value of each name
+  absl::flat_hash_map<absl::string_view, size_t> group_of_;  // name -> index in groups_
+  std::vector<std::vector<ValueId>> groups_;
+};
+
 class Placer {
  public:
   Placer(const PlacementInput& input, const PlacementOptions& options)
@@ -287,15 +323,20 @@ class Placer {
   // Values that share memory (a view or in-place result and the argument it aliases) form a
   // group, named by its root value.
   void ComputeGroups() {
-    group_.resize(m_.values.size());
-    kind_.resize(m_.values.size());
-    bytes_.resize(m_.values.size());
-    for (size_t v = 0; v < m_.values.size(); ++v) {
+    const size_t nv = m_.values.size();
+    group_.resize(nv);
+    kind_.resize(nv);
+    bytes_.resize(nv);
+    SharedNameFinder names(m_);
+    for (size_t v = 0; v < nv; ++v) {
+      const ValueDef& value = m_.values[v];
       group_[v] = static_cast<ValueId>(v);
-      kind_[v] = m_.values[v].kind;
-      bytes_[v] = m_.values[v].meta.ByteSize().value_or(0);
+      kind_[v] = value.kind;
+      bytes_[v] = value.meta.ByteSize().value_or(0);
       has_state_ = has_state_ || kind_[v] == ValueKind::kState;
+      names.Add(static_cast<ValueId>(v));
     }
+    shared_names_ = names.Take();
     for (size_t n = 0; n < m_.nodes.size(); ++n) {
       const NodeDef& node = m_.nodes[n];
       const NodeEffects& e = in_.effects[n];
@@ -448,9 +489,8 @@ class Placer {
     home_buffer_.assign(m_.values.size(), -1);
     host_instance_.assign(m_.values.size(), -1);
     for (ValueId v = 0; v < static_cast<ValueId>(m_.values.size()); ++v) {
-      const ValueDef& value = m_.values[v];
       const Device home = plan_.value_homes[v];
-      switch (value.kind) {
+      switch (kind_[v]) {  // kind_, not the value table: most values are intermediates
         case ValueKind::kInput: {
           int32_t b = NewBuffer(v, home, BufferKind::kInput, NaturalOrder(v));
           home_buffer_[v] = b;
@@ -890,37 +930,14 @@ class Placer {
   }
 
   // Values of a method that share a name warn, once per name: the copy manifest and diagnostics
-  // name values, and "h2d norm1" must say which norm1. Linear; while the names are unique it
-  // allocates only a hash set of value ids (4 bytes a slot, so that it stays in cache on large
-  // methods) that hashes and compares the names they refer to.
+  // name values, and "h2d norm1" must say which norm1. The values sharing a name are found in
+  // ComputeGroups's walk of the values (FindSharedNames); the warnings are made here, after the
+  // placement's other diagnostics.
   void NameDiagnostics() {
-    const size_t nv = m_.values.size();
-    // The first value of each name.
-    struct NameHash {
-      const MethodDef* m;
-      size_t operator()(ValueId v) const {
-        return absl::HashOf(absl::string_view(m->values[v].name));
-      }
-    };
-    struct SameName {
-      const MethodDef* m;
-      bool operator()(ValueId a, ValueId b) const { return m->values[a].name == m->values[b].name; }
-    };
-    absl::flat_hash_set<ValueId, NameHash, SameName> first(nv, NameHash{&m_}, SameName{&m_});
-    absl::flat_hash_map<absl::string_view, size_t> group_of;  // name -> index in `groups`
-    std::vector<std::vector<ValueId>> groups;                // values per duplicated name
-    for (size_t v = 0; v < nv; ++v) {
-      const auto id = static_cast<ValueId>(v);
-      auto [it, inserted] = first.insert(id);
-      if (inserted) continue;
-      auto [group, added] = group_of.try_emplace(m_.values[v].name, groups.size());
-      if (added) groups.push_back({*it});
-      groups[group->second].push_back(id);
-    }
     // A name shared by many values (a generator that names every result after its op) lists a
     // few, so that the message stays short; the diagnostic's `values` holds them all.
     constexpr size_t kListed = 4;
-    for (std::vector<ValueId>& values : groups) {
+    for (std::vector<ValueId>& values : shared_names_) {
       std::vector<std::string> parts;
       const size_t listed = values.size() <= kListed ? values.size() : kListed - 1;
       for (size_t i = 0; i < listed; ++i) {
@@ -1040,6 +1057,7 @@ class Placer {
   LargeTable<ValueId> group_;          // per value: root of its alias group
   LargeTable<ValueKind> kind_;         // per value: m_.values[v].kind, compact for the passes
   LargeTable<size_t> bytes_;           // per value: meta.ByteSize() (0 on overflow)
+  std::vector<std::vector<ValueId>> shared_names_;  // values that share a name, per name
   bool has_state_ = false;             // some value is a state
   LargeTable<int64_t> group_version_;  // per group root
   // Per group root, the buffers of the group in creation order (a list through group_next_).
