@@ -995,8 +995,8 @@ void MethodLoader::BuildSteps() {
     const NodeDef& node = m_.nodes[n];
     const NodePlacement& placed = p.nodes[n];
     if (placed.device.is_host()) sync_all(impl_.steps_, n);
-    Step s;
-    s.node = n;
+    Step::Kind kind;
+    int32_t index;
     if (schemas_[n] != nullptr) {
       args.assign(node.args.size(), OpArg{});
       for (size_t a = 0; a < node.args.size(); ++a) {
@@ -1016,8 +1016,8 @@ void MethodLoader::BuildSteps() {
                            impl_.alias_offset_[b]});
         }
       }
-      s.kind = Step::Kind::kHost;
-      s.index = static_cast<int32_t>(impl_.host_tables_.Add(*schemas_[n], args, results, views));
+      kind = Step::Kind::kHost;
+      index = static_cast<int32_t>(impl_.host_tables_.Add(*schemas_[n], args, results, views));
     } else {
       DelegateExec d;
       d.instance = impl_.instances_[instance_of_node_[n]].get();
@@ -1032,12 +1032,16 @@ void MethodLoader::BuildSteps() {
       for (int32_t b : placed.result_buffers) impl_.delegate_refs_.push_back(&impl_.refs_[b]);
       d.num_results = placed.result_buffers.size();
       d.scratch = scratch_[instance_of_node_[n]];
-      s.kind = Step::Kind::kDelegate;
-      s.index = static_cast<int32_t>(impl_.delegates_.size());
+      kind = Step::Kind::kDelegate;
+      index = static_cast<int32_t>(impl_.delegates_.size());
       impl_.delegates_.push_back(d);
       add_pending(d.scope);
     }
-    impl_.steps_.push_back(s);
+    // Filled in place (see HostStepTables::Add).
+    Step& s = impl_.steps_.emplace_back();
+    s.kind = kind;
+    s.node = n;
+    s.index = index;
   }
   sync_all(impl_.final_syncs_, -1);
   impl_.host_tables_.Finalize();

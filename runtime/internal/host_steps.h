@@ -66,15 +66,19 @@ class HostStepTables {
   size_t Add(const OpSchema& schema, absl::Span<const OpArg> args,
              absl::Span<TensorRef* const> results, absl::Span<const ViewFixup> views,
              KernelFn kernel) {
-    HostStep s;
+    const OpArg* step_args = Append(args_, args);
+    TensorRef* const* step_results = Append(results_, results);
+    const ViewFixup* step_views = Append(views_, views);
+    // Filled in place: a step built on the stack and copied in is written by fields and read
+    // back 16 bytes at a time, which stalls store forwarding.
+    HostStep& s = steps_.emplace_back();
     s.kernel = kernel;
-    s.args = Append(args_, args);
+    s.args = step_args;
     s.num_args = static_cast<uint32_t>(args.size());
-    s.results = Append(results_, results);
+    s.results = step_results;
     s.num_results = static_cast<uint32_t>(results.size());
-    s.views = Append(views_, views);
+    s.views = step_views;
     s.num_views = static_cast<uint32_t>(views.size());
-    steps_.push_back(s);
     return steps_.size() - 1;
   }
 
