@@ -41,6 +41,10 @@ const char* ValueKindName(ValueKind kind);
 // the first 64 bytes, so that such a walk over a large method (whose table is page-aligned, and
 // a ValueDef three cache lines) touches one line per value.
 struct ValueDef {
+  // User-provided (not `= default`), so that a value-initialized ValueDef (emplace_back()) is not
+  // zero-filled before its members are initialized: reading makes one per value.
+  ValueDef() {}  // NOLINT(modernize-use-equals-default)
+
   ValueKind kind = ValueKind::kIntermediate;
   TensorMeta meta;   // tensors
   std::string name;  // never empty: the program's name, or "value N"
@@ -63,6 +67,9 @@ using ValueIds = absl::InlinedVector<ValueId, 4>;
 // Aligned to a cache line, with what every walk over the nodes reads (argument and result lists,
 // kind) in its first 64 bytes: a walk over a large method touches one line per node, not two.
 struct alignas(64) NodeDef {
+  // User-provided, as ValueDef's: no zero fill of 256 bytes before the members are initialized.
+  NodeDef() {}  // NOLINT(modernize-use-equals-default)
+
   ValueIds args;
   ValueIds results;
   NodeKind kind = NodeKind::kHostOp;
