@@ -246,6 +246,24 @@ class MethodLoader {
   size_t host_steps_ = 0;
   size_t host_args_ = 0;
   size_t host_results_ = 0;
+  // The devices the plan's buffers and nodes use (the host among them when it is used), each
+  // once, and the buffers on each: ResolveLayouts gathers them for PlanArenas.
+  std::vector<Device> devices_;
+  std::vector<size_t> buffers_on_;  // parallel to devices_
+  size_t NoteDevice(const Device& d) {
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      if (devices_[i] == d) return i;
+    }
+    devices_.push_back(d);
+    buffers_on_.push_back(0);
+    return devices_.size() - 1;
+  }
+  size_t BuffersOn(const Device& d) const {
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      if (devices_[i] == d) return buffers_on_[i];
+    }
+    return 0;
+  }
   LargeTable<TensorRef> natural_;     // per value: its layout in an all-host run
   LargeTable<int64_t> view_offset_;   // per value: element offset of a view from its base
   // Phase 3.
@@ -424,6 +442,7 @@ absl::Status MethodLoader::ResolveLayouts() {
   // Runs of buffers on one device (most of them) look its runtime up once.
   const Device* last_device = nullptr;
   DeviceRuntime* runtime = nullptr;
+  size_t device_index = 0;  // into devices_
   for (size_t b = 0; b < nb; ++b) {
     const PlannedBuffer& buf = p.buffers[b];
     if (last_device == nullptr || buf.device != *last_device) {
@@ -433,7 +452,9 @@ absl::Status MethodLoader::ResolveLayouts() {
                                                 " has no runtime"));
       }
       last_device = &buf.device;
+      device_index = NoteDevice(buf.device);
     }
+    ++buffers_on_[device_index];
     impl_.buffer_runtime_[b] = runtime;
     if (buf.kind == BufferKind::kAlias) {
       impl_.refs_.push_back(natural_[buf.value]);
@@ -446,6 +467,10 @@ absl::Status MethodLoader::ResolveLayouts() {
       meta.dim_order = buf.dim_order;
       impl_.refs_.push_back(meta.ToRef());
     }
+  }
+  // Delegates are the only nodes off the host.
+  for (size_t n = 0; host_steps_ < m_.nodes.size() && n < m_.nodes.size(); ++n) {
+    if (backends_[n] != nullptr) NoteDevice(p.nodes[n].device);
   }
   // Per buffer, the buffer whose memory it is, its byte offset there, and the base it shares
   // memory and layout with. A plan makes every alias after its base, so one forward pass finds
@@ -630,15 +655,25 @@ std::optional<ReplicaKey> MethodLoader::ReplicaKeyOf(
 absl::Status MethodLoader::PlanArenas() {
   const PlacementPlan& p = plan();
   const size_t nn = m_.nodes.size();
-  std::vector<int32_t> node_position(nn, 0);
-  for (size_t s = 0; s < p.schedule.size(); ++s) {
-    if (p.schedule[s].kind == ScheduleStep::Kind::kNode) {
-      node_position[p.schedule[s].index] = static_cast<int32_t>(s);
+  // Schedule positions of nodes, for delegates' scratch: a method of host ops has none.
+  const bool any_delegate = host_steps_ < nn;
+  std::vector<int32_t> node_position;
+  if (any_delegate) {
+    node_position.assign(nn, 0);
+    for (size_t s = 0; s < p.schedule.size(); ++s) {
+      if (p.schedule[s].kind == ScheduleStep::Kind::kNode) {
+        node_position[p.schedule[s].index] = static_cast<int32_t>(s);
+      }
     }
   }
   const int32_t end = static_cast<int32_t>(p.schedule.size());
+  // The host, then the plan's other devices sorted (PlacementPlan::devices, gathered by
+  // ResolveLayouts without another walk of the buffers and nodes).
   std::vector<Device> devices = {Device::Host()};
-  for (const Device& d : p.devices()) devices.push_back(d);
+  std::vector<Device> others = devices_;
+  others.erase(std::remove(others.begin(), others.end(), Device::Host()), others.end());
+  std::sort(others.begin(), others.end());
+  devices.insert(devices.end(), others.begin(), others.end());
   // The host side of every copy to a device that has pinned host memory lives there, so the
   // copies run asynchronously on the device's stream instead of being staged.
   DeviceRuntime* pinning = nullptr;
@@ -647,7 +682,8 @@ absl::Status MethodLoader::PlanArenas() {
     if (pinning == nullptr && runtime->has_pinned_host_memory()) pinning = runtime;
   }
   // The load-time copy that makes each replica, to tell what it is made from.
-  std::vector<int32_t> load_copy_into(p.buffers.size(), -1);
+  std::vector<int32_t> load_copy_into;  // only replicas (made by load copies) look it up
+  if (!p.load_copies.empty()) load_copy_into.assign(p.buffers.size(), -1);
   for (int32_t i : p.load_copies) load_copy_into[p.copies[i].dst_buffer] = i;
   reused_buffer_.assign(p.buffers.size(), false);
   for (const Device& device : devices) {
@@ -656,13 +692,10 @@ absl::Status MethodLoader::PlanArenas() {
     dm.device = device;
     dm.runtime = rt_.devices().Find(device);
     size_t shared_bytes = 0;  // replicas the program already holds here
-    size_t arena_buffers = 0;
-    for (const PlannedBuffer& buf : p.buffers) {
-      arena_buffers += buf.device == device && buf.bytes != 0 &&
-                       (buf.kind == BufferKind::kArena || buf.kind == BufferKind::kState);
-    }
-    dm.requests.reserve(arena_buffers);
-    dm.owners.reserve(arena_buffers);
+    // At most every buffer of the device: ResolveLayouts counted them.
+    const size_t device_buffers = BuffersOn(device);
+    dm.requests.reserve(device_buffers);
+    dm.owners.reserve(device_buffers);
     for (size_t b = 0; b < p.buffers.size(); ++b) {
       const PlannedBuffer& buf = p.buffers[b];
       if (buf.device != device || buf.bytes == 0) continue;
@@ -698,7 +731,7 @@ absl::Status MethodLoader::PlanArenas() {
         dm.replicas.emplace_back(static_cast<int32_t>(b), offset);
       }
     }
-    for (size_t n = 0; n < nn; ++n) {
+    for (size_t n = 0; any_delegate && n < nn; ++n) {
       if (instance_of_node_[n] < 0 || p.nodes[n].device != device) continue;
       const size_t bytes = impl_.instances_[instance_of_node_[n]]->scratch_bytes();
       if (bytes == 0) continue;
