@@ -161,8 +161,8 @@ class Placer {
   absl::StatusOr<PlacementPlan> Run() {
     FERRY_RETURN_IF_ERROR(CheckInput());
     FERRY_RETURN_IF_ERROR(CheckOptions());
-    FERRY_RETURN_IF_ERROR(ResolveNodeDevices());
-    ComputeGroups();
+    ComputeValueTables();
+    FERRY_RETURN_IF_ERROR(WalkNodes());
     FERRY_RETURN_IF_ERROR(ComputeHomes());
     CreateInitialBuffers();
     for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
@@ -211,8 +211,8 @@ class Placer {
     device_labels_.emplace_back(d, std::move(label));
     return device_labels_.back().second;
   }
-  // Computed once per value in ComputeGroups's walk of the values, so that making a buffer does
-  // not reach back into the value table.
+  // Computed once per value in ComputeValueTables's walk of the values, so that making a buffer
+  // does not reach back into the value table.
   size_t Bytes(ValueId v) const { return bytes_[v]; }
 
   // ---- checks -------------------------------------------------------------------------------
@@ -227,40 +227,43 @@ class Placer {
       return absl::InvalidArgumentError(absl::StrCat(
           "placement: ", in_.layouts.size(), " layouts for ", m_.values.size(), " values"));
     }
-    for (size_t n = 0; n < m_.nodes.size(); ++n) {
-      const NodeDef& node = m_.nodes[n];
-      const NodeEffects& e = in_.effects[n];
-      auto arg_ok = [&](int32_t a) { return a >= 0 && a < static_cast<int32_t>(node.args.size()); };
-      for (int32_t a : e.written_args) {
-        if (!arg_ok(a) || !m_.values[node.args[a]].is_tensor()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "method \"", m_.name, "\", ", NodeLabel(n), ": written argument ", a,
-              " is not a tensor argument of the node"));
-        }
-      }
-      for (int32_t a : e.shape_only_args) {
-        if (!arg_ok(a)) {
-          return absl::InvalidArgumentError(absl::StrCat("method \"", m_.name, "\", ",
-                                                         NodeLabel(n), ": shape-only argument ",
-                                                         a, " is out of range"));
-        }
-      }
-      if (!e.view_of.empty() && e.view_of.size() != node.results.size()) {
+    return absl::OkStatus();
+  }
+
+  // The effects of node n against the node (CheckInput's checks per node; WalkNodes makes them).
+  absl::Status CheckEffects(size_t n) const {
+    const NodeDef& node = m_.nodes[n];
+    const NodeEffects& e = in_.effects[n];
+    if (e.written_args.empty() && e.shape_only_args.empty() && e.view_of.empty()) {
+      return absl::OkStatus();  // most nodes
+    }
+    auto arg_ok = [&](int32_t a) { return a >= 0 && a < static_cast<int32_t>(node.args.size()); };
+    for (int32_t a : e.written_args) {
+      if (!arg_ok(a) || !IsTensor(node.args[a])) {
         return absl::InvalidArgumentError(absl::StrCat("method \"", m_.name, "\", ", NodeLabel(n),
-                                                       ": view_of has ", e.view_of.size(),
-                                                       " entries for ", node.results.size(),
-                                                       " results"));
+                                                       ": written argument ", a,
+                                                       " is not a tensor argument of the node"));
       }
-      for (int32_t a : e.view_of) {
-        if (a == -1) continue;
-        if (!arg_ok(a) || !m_.values[node.args[a]].is_tensor() ||
-            node.kind != NodeKind::kHostOp) {
-          return absl::InvalidArgumentError(absl::StrCat("method \"", m_.name, "\", ",
-                                                         NodeLabel(n),
-                                                         ": a result aliases argument ", a,
-                                                         ", which is not a tensor argument of a "
-                                                         "host op"));
-        }
+    }
+    for (int32_t a : e.shape_only_args) {
+      if (!arg_ok(a)) {
+        return absl::InvalidArgumentError(absl::StrCat("method \"", m_.name, "\", ", NodeLabel(n),
+                                                       ": shape-only argument ", a,
+                                                       " is out of range"));
+      }
+    }
+    if (!e.view_of.empty() && e.view_of.size() != node.results.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("method \"", m_.name, "\", ", NodeLabel(n), ": view_of has ",
+                       e.view_of.size(), " entries for ", node.results.size(), " results"));
+    }
+    for (int32_t a : e.view_of) {
+      if (a == -1) continue;
+      if (!arg_ok(a) || !IsTensor(node.args[a]) || node.kind != NodeKind::kHostOp) {
+        return absl::InvalidArgumentError(absl::StrCat("method \"", m_.name, "\", ", NodeLabel(n),
+                                                       ": a result aliases argument ", a,
+                                                       ", which is not a tensor argument of a "
+                                                       "host op"));
       }
     }
     return absl::OkStatus();
@@ -283,10 +286,17 @@ class Placer {
            opt_.present_devices.end();
   }
 
-  absl::Status ResolveNodeDevices() {
+  // One walk over the nodes: each node's effects checked (CheckEffects), its device resolved,
+  // and the values its results alias joined to their argument's group.
+  absl::Status WalkNodes() {
     plan_.nodes.resize(m_.nodes.size());
     for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
+      FERRY_RETURN_IF_ERROR(CheckEffects(n));
       const NodeDef& node = m_.nodes[n];
+      const NodeEffects& e = in_.effects[n];
+      for (size_t r = 0; r < e.view_of.size(); ++r) {
+        if (e.view_of[r] >= 0) group_[node.results[r]] = group_[node.args[e.view_of[r]]];
+      }
       Device device = Device::Host();
       if (node.kind == NodeKind::kDelegate) {
         std::optional<absl::string_view> target = node.CompileSpec(kTargetDeviceSpec);
@@ -320,9 +330,10 @@ class Placer {
     return absl::OkStatus();
   }
 
-  // Values that share memory (a view or in-place result and the argument it aliases) form a
-  // group, named by its root value.
-  void ComputeGroups() {
+  // The per-value tables, in one walk of the values: kinds and byte sizes, each value its own
+  // group (values that share memory, a view or in-place result and the argument it aliases, are
+  // joined into their root's group by WalkNodes), and the values that share a name.
+  void ComputeValueTables() {
     const size_t nv = m_.values.size();
     group_.resize(nv);
     kind_.resize(nv);
@@ -337,13 +348,6 @@ class Placer {
       names.Add(static_cast<ValueId>(v));
     }
     shared_names_ = names.Take();
-    for (size_t n = 0; n < m_.nodes.size(); ++n) {
-      const NodeDef& node = m_.nodes[n];
-      const NodeEffects& e = in_.effects[n];
-      for (size_t r = 0; r < e.view_of.size(); ++r) {
-        if (e.view_of[r] >= 0) group_[node.results[r]] = group_[node.args[e.view_of[r]]];
-      }
-    }
   }
 
   bool IsTensor(ValueId v) const { return kind_[v] != ValueKind::kScalar; }
@@ -931,8 +935,8 @@ class Placer {
 
   // Values of a method that share a name warn, once per name: the copy manifest and diagnostics
   // name values, and "h2d norm1" must say which norm1. The values sharing a name are found in
-  // ComputeGroups's walk of the values (FindSharedNames); the warnings are made here, after the
-  // placement's other diagnostics.
+  // ComputeValueTables's walk of the values (SharedNameFinder); the warnings are made here, after
+  // the placement's other diagnostics.
   void NameDiagnostics() {
     // A name shared by many values (a generator that names every result after its op) lists a
     // few, so that the message stays short; the diagnostic's `values` holds them all.
