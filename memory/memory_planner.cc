@@ -396,6 +396,71 @@ absl::StatusOr<size_t> SweepPass(absl::Span<const BufferRequest> requests,
   return arena;
 }
 
+// Requests of one size, a multiple of their one alignment, in order of first use (a chain of
+// like layers, as loading makes them): the whole plan in one sweep in index order, each request at
+// the lowest multiple of the size that no request live at its first use holds. That is the plan
+// PlanMemory makes there by its general route, which the sweep also follows to the letter:
+//  - the lower bound is the peak count of requests live at once, times the size;
+//  - the conflict visits (ConflictVisits) are, per request, the requests live at its first use
+//    that came before it plus those from it on that start at the same step; above the budget
+//    the general route sweeps (SweepPass), and so this returns false;
+//  - pass 1 places largest first, which on equal sizes is index order, here also order of first
+//    use, each at the lowest fitting gap, which with every offset a multiple of the size is the
+//    lowest free slot; it reaches the lower bound (greedy colouring of intervals in order of
+//    start uses as many slots as are live at once), so pass 2 does not run.
+// Fills `plan` and returns true, or returns false (plan untouched) where this does not apply.
+bool PlanUniform(absl::Span<const BufferRequest> requests, const LargeTable<int32_t>& ids,
+                 size_t visit_budget, MemoryPlan* plan) {
+  if (ids.empty()) return false;
+  const BufferRequest& head = requests[ids.front()];
+  const size_t size = head.size;
+  const size_t alignment = head.alignment;
+  size_t total = 0;
+  if (size % alignment != 0 || __builtin_mul_overflow(size, ids.size(), &total)) return false;
+  int32_t previous_first = head.first_use;
+  for (int32_t id : ids) {
+    const BufferRequest& r = requests[id];
+    if (r.size != size || r.alignment != alignment || r.first_use < previous_first) return false;
+    previous_first = r.first_use;
+  }
+  using Held = std::pair<int32_t, size_t>;  // (last_use, slot)
+  std::priority_queue<Held, std::vector<Held>, std::greater<Held>> live;
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> free_slots;
+  std::vector<size_t> offsets(requests.size(), 0);
+  size_t slots = 0, peak = 0, visits = 0;
+  size_t run_left = 0;  // requests from this one on with the same first use
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const BufferRequest& r = requests[ids[i]];
+    if (run_left == 0) {
+      run_left = 1;
+      while (i + run_left < ids.size() && requests[ids[i + run_left]].first_use == r.first_use) {
+        ++run_left;
+      }
+    }
+    while (!live.empty() && live.top().first < r.first_use) {
+      free_slots.push(live.top().second);
+      live.pop();
+    }
+    visits += live.size() + run_left;
+    --run_left;
+    size_t slot = slots;
+    if (!free_slots.empty()) {
+      slot = free_slots.top();
+      free_slots.pop();
+    } else {
+      ++slots;
+    }
+    offsets[ids[i]] = slot * size;
+    live.emplace(r.last_use, slot);
+    peak = std::max(peak, live.size());
+  }
+  if (visits > visit_budget || slots != peak) return false;
+  plan->offsets = std::move(offsets);
+  plan->lower_bound = peak * size;
+  plan->arena_size = slots * size;
+  return true;
+}
+
 // Above this many conflict visits the greedy passes give way to the sweep: their cost grows with
 // the square of the requests live at once (many outputs or states), the sweep's does not.
 size_t GreedyVisitBudget(size_t n) { return (size_t{1} << 16) + 32 * n; }
@@ -403,6 +468,13 @@ size_t GreedyVisitBudget(size_t n) { return (size_t{1} << 16) + 32 * n; }
 }  // namespace
 
 absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests) {
+  return internal::PlanMemory(requests, /*allow_uniform_pass=*/true);
+}
+
+namespace internal {
+
+absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests,
+                                      bool allow_uniform_pass) {
   const size_t n = requests.size();
   for (size_t i = 0; i < n; ++i) {
     if (absl::Status s = CheckRequest(requests[i], i); !s.ok()) return s;
@@ -416,6 +488,9 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests) 
   by_first.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (requests[i].size > 0) by_first.push_back(static_cast<int32_t>(i));
+  }
+  if (allow_uniform_pass && PlanUniform(requests, by_first, GreedyVisitBudget(n), &plan)) {
+    return plan;
   }
   LargeTable<int32_t> by_last = by_first;
   LargeTable<int32_t> by_size = by_first;
@@ -456,4 +531,5 @@ absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests) 
   return plan;
 }
 
+}  // namespace internal
 }  // namespace ferry

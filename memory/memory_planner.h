@@ -30,7 +30,9 @@
 //
 // Cost: O(n) to order the requests (radix sorts) and O(n k log k) per greedy pass, k the number
 // of placed requests a request conflicts with (found through an interval index, not a scan),
-// bounded by the budget above; O(n log n) for the sweep.
+// bounded by the budget above; O(n log n) for the sweep. Requests of one size (a multiple of their
+// one alignment) made in order of first use, as a chain of like layers gives, are planned in one
+// O(n log k) sweep that makes the same plan as the route above, k the requests live at once.
 // Errors: InvalidArgument naming the request index for a negative first_use, first_use >
 // last_use, or an alignment that is zero or not a power of two; ResourceExhausted when the lower
 // bound overflows size_t, or (naming the request) when no pass can place every request without
@@ -63,6 +65,13 @@ struct MemoryPlan {
 };
 
 absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests);
+
+namespace internal {
+// PlanMemory; with allow_uniform_pass false, without the shortcut that places requests of one
+// size (tests compare the two).
+absl::StatusOr<MemoryPlan> PlanMemory(absl::Span<const BufferRequest> requests,
+                                      bool allow_uniform_pass);
+}  // namespace internal
 
 }  // namespace ferry
 

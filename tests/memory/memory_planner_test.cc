@@ -319,6 +319,103 @@ TEST(MemoryPlannerTest, RandomPlansWithLongLivedRequests) {
   EXPECT_EQ(plan.offsets, NaivePlan(requests));
 }
 
+// Requests of one size in order of first use (a chain of like layers) take a shortcut
+// (PlanUniform); its plan must be the one the general route makes, and the naive planner's.
+std::vector<BufferRequest> UniformRequests(uint32_t seed, size_t n, size_t size, size_t alignment,
+                                           int32_t max_length) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> gap(0, 2);
+  std::uniform_int_distribution<int32_t> length(0, max_length);
+  std::vector<BufferRequest> requests;
+  int32_t first = 0;
+  for (size_t i = 0; i < n; ++i) {
+    first += gap(rng);
+    requests.push_back(Req(size, alignment, first, first + length(rng)));
+  }
+  return requests;
+}
+
+TEST(MemoryPlannerTest, RequestsOfOneSizeArePlannedAsByTheGreedyPasses) {
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const size_t size = seed % 3 == 0 ? 192 : 256;
+    std::vector<BufferRequest> requests = UniformRequests(seed, 400, size, 64, seed % 4 * 6 + 1);
+    if (seed % 2 == 0) requests[seed * 7].size = 0;  // empty requests take no slot
+    ASSERT_OK_AND_ASSIGN(MemoryPlan plan, PlanMemory(requests));
+    ASSERT_OK_AND_ASSIGN(MemoryPlan general,
+                         internal::PlanMemory(requests, /*allow_uniform_pass=*/false));
+    ExpectValidPlan(requests, plan);
+    EXPECT_EQ(plan.lower_bound, NaiveLowerBound(requests)) << "seed " << seed;
+    EXPECT_EQ(plan.arena_size, plan.lower_bound) << "seed " << seed;
+    EXPECT_EQ(plan.offsets, NaivePlan(requests)) << "seed " << seed;
+    EXPECT_EQ(plan.offsets, general.offsets) << "seed " << seed;
+    EXPECT_EQ(plan.arena_size, general.arena_size) << "seed " << seed;
+  }
+}
+
+// Where the shortcut does not apply (a size that is not a multiple of the alignment, requests
+// out of order of first use, mixed sizes), the plan is the general route's all the same; so it
+// is where requests of one size are live at once in such numbers that the general route sweeps.
+TEST(MemoryPlannerTest, RequestsTheShortcutDoesNotTakeArePlannedAsBefore) {
+  std::vector<std::vector<BufferRequest>> cases = {
+      UniformRequests(3, 300, 100, 64, 5),  // 100 is not a multiple of 64
+      UniformRequests(4, 300, 256, 64, 5),
+      UniformRequests(5, 300, 256, 64, 5),
+  };
+  std::reverse(cases[1].begin(), cases[1].end());  // last request first
+  cases[2][150].size = 512;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    ASSERT_OK_AND_ASSIGN(MemoryPlan plan, PlanMemory(cases[c]));
+    ASSERT_OK_AND_ASSIGN(MemoryPlan general,
+                         internal::PlanMemory(cases[c], /*allow_uniform_pass=*/false));
+    ExpectValidPlan(cases[c], plan);
+    EXPECT_EQ(plan.offsets, NaivePlan(cases[c])) << "case " << c;
+    EXPECT_EQ(plan.offsets, general.offsets) << "case " << c;
+  }
+  // At the budget of conflict visits (2^16 + 32 n), where the general route switches from the
+  // greedy passes to the sweep, the shortcut switches with it: two inputs whose visits (per
+  // request, the requests live at its first use, itself included) are just under or at the
+  // budget and just over it.
+  const size_t n = 600;
+  const size_t budget = (size_t{1} << 16) + 32 * n;
+  auto visits = [](const std::vector<BufferRequest>& requests) {
+    size_t v = 0;
+    for (const BufferRequest& a : requests) {
+      for (const BufferRequest& b : requests) {
+        v += b.first_use <= a.first_use && a.first_use <= b.last_use;
+      }
+    }
+    return v;
+  };
+  bool under = false, over = false;
+  for (uint32_t seed = 1; seed <= 4000 && !(under && over); ++seed) {
+    std::vector<BufferRequest> requests = UniformRequests(seed, n, 256, 64, 330);
+    const size_t v = visits(requests);
+    const bool just_under = v <= budget && v + 100 > budget;
+    const bool just_over = v > budget && v <= budget + 100;
+    if ((!just_under || under) && (!just_over || over)) continue;
+    under = under || just_under;
+    over = over || just_over;
+    ASSERT_OK_AND_ASSIGN(MemoryPlan plan, PlanMemory(requests));
+    ASSERT_OK_AND_ASSIGN(MemoryPlan general,
+                         internal::PlanMemory(requests, /*allow_uniform_pass=*/false));
+    EXPECT_EQ(plan.offsets, general.offsets) << "seed " << seed << ", " << v << " visits";
+  }
+  EXPECT_TRUE(under && over) << "no input found within 100 visits of the budget";
+  // 3,000 nested lifetimes [i, 3000] of one size: 4.5 million conflict visits, over the budget.
+  std::vector<BufferRequest> nested;
+  for (int32_t i = 0; i < 3000; ++i) nested.push_back(Req(128, 64, i, 3000));
+  // Three ended before request 101 starts: it has a free block of two slots (10, 11) and one of
+  // one slot (50). The sweep takes the smallest block, the greedy passes the lowest offset.
+  for (int i : {10, 11, 50}) nested[i].last_use = 100;
+  ASSERT_OK_AND_ASSIGN(MemoryPlan plan, PlanMemory(nested));
+  ASSERT_OK_AND_ASSIGN(MemoryPlan general,
+                       internal::PlanMemory(nested, /*allow_uniform_pass=*/false));
+  ExpectValidPlan(nested, plan);
+  EXPECT_EQ(plan.offsets, general.offsets);
+  EXPECT_EQ(plan.arena_size, general.arena_size);
+  EXPECT_EQ(plan.offsets[101], 50 * 128);  // the sweep's choice
+}
+
 TEST(MemoryPlannerTest, PlanningIsDeterministic) {
   std::vector<BufferRequest> requests = RandomRequests(7, 1000, 100, 10);
   ASSERT_OK_AND_ASSIGN(MemoryPlan a, PlanMemory(requests));
