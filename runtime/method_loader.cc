@@ -322,20 +322,21 @@ absl::Status MethodLoader::ResolveOps() {
   // pin_.layouts starts as dense row-major, which is what LayoutOf gives a contiguous value; a
   // value's entry is set where its natural layout is made.
   pin_.layouts.resize(nv);
+  // Inputs, constants and states are laid out as their meta says, intermediates as their
+  // producer makes them. A value's layout is set when a node first reads it (an input, constant
+  // or state) or makes it (an intermediate), and at the end for the values no node reads: no walk
+  // over the whole value table, which on a large method is out of cache by now.
+  LargeTable<uint8_t> natural_set(nv, 0);
   auto set_natural = [&](ValueId v, const TensorRef& layout) {
     natural_[v] = layout;
     natural_[v].data = nullptr;
+    natural_set[v] = 1;
     if (!natural_[v].IsContiguous()) pin_.layouts[v] = LayoutOf(natural_[v]);
   };
-  for (size_t v = 0; v < nv; ++v) {
-    const ValueDef& value = m_.values[v];
-    if (value.is_tensor() && value.kind != ValueKind::kIntermediate) {
-      set_natural(static_cast<ValueId>(v), value.meta.ToRef());
-    }
-  }
   std::vector<OpArg> args;                  // scratch, reused per node
   std::vector<const TensorMeta*> declared;  // scratch
   std::vector<InferredResult> inferred;     // scratch
+  std::vector<bool> inferred_contiguous;    // per inferred result, made with it
   InferMemo memo;
   // The last op looked up: runs of nodes of one op (chains, layers) look it up once.
   absl::string_view last_op;
@@ -359,9 +360,13 @@ absl::Status MethodLoader::ResolveOps() {
       host_results_ += node.results.size();
       args.assign(node.args.size(), OpArg{});
       for (size_t a = 0; a < node.args.size(); ++a) {
-        const ValueDef& value = m_.values[node.args[a]];
+        const ValueId id = node.args[a];
+        const ValueDef& value = m_.values[id];
         if (value.is_tensor()) {
-          args[a].tensor = &natural_[node.args[a]];
+          // Not yet set: not an intermediate (reading checked that each is made before it is
+          // read), so laid out as its meta says.
+          if (!natural_set[id]) set_natural(id, value.meta.ToRef());
+          args[a].tensor = &natural_[id];
         } else {
           args[a].scalar = &value.scalar;
         }
@@ -372,12 +377,24 @@ absl::Status MethodLoader::ResolveOps() {
         FERRY_RETURN_IF_ERROR(
             InferAndCheck(*schema, args, declared, &inferred, [&] { return NodeContext(n); }));
         memo.Set(schema, args, declared);
+        inferred_contiguous.clear();
+        for (const InferredResult& r : inferred) {
+          inferred_contiguous.push_back(r.layout.IsContiguous());
+        }
       }  // else `inferred` holds the previous node's results, which are this node's
       bool any_view = false;
       for (size_t r = 0; r < node.results.size(); ++r) {
-        set_natural(node.results[r], inferred[r].layout);
-        view_offset_[node.results[r]] = inferred[r].view_offset;
-        any_view = any_view || schema->ViewOf(static_cast<int>(r)) >= 0;
+        const ValueId v = node.results[r];
+        natural_[v] = inferred[r].layout;  // set_natural, with the contiguity known
+        natural_[v].data = nullptr;
+        natural_set[v] = 1;
+        if (!inferred_contiguous[r]) pin_.layouts[v] = LayoutOf(natural_[v]);
+        view_offset_[v] = inferred[r].view_offset;
+      }
+      if (!schema->view_of.empty()) {
+        for (size_t r = 0; r < node.results.size(); ++r) {
+          any_view = any_view || schema->ViewOf(static_cast<int>(r)) >= 0;
+        }
       }
       // `effects` is fresh (empty); most ops have neither list.
       if (!schema->written_args.empty()) {
@@ -404,6 +421,13 @@ absl::Status MethodLoader::ResolveOps() {
       backends_[n] = backend;
       for (ValueId r : node.results) set_natural(r, m_.values[r].meta.ToRef());
       effects.written_args.assign(node.written_args.begin(), node.written_args.end());
+    }
+  }
+  for (size_t v = 0; v < nv; ++v) {
+    if (natural_set[v]) continue;
+    const ValueDef& value = m_.values[v];  // scalars, and values no node reads
+    if (value.is_tensor() && value.kind != ValueKind::kIntermediate) {
+      set_natural(static_cast<ValueId>(v), value.meta.ToRef());
     }
   }
   return absl::OkStatus();
@@ -1025,14 +1049,17 @@ void MethodLoader::BuildSteps() {
       continue;
     }
     const int32_t n = ss.index;
-    const NodeDef& node = m_.nodes[n];
+    const NodeDef& node = m_.nodes[n];  // for scalar arguments and delegates only
     const NodePlacement& placed = p.nodes[n];
     if (placed.device.is_host()) sync_all(impl_.steps_, n);
     Step::Kind kind;
     int32_t index;
     if (schemas_[n] != nullptr) {
-      args.assign(node.args.size(), OpArg{});
-      for (size_t a = 0; a < node.args.size(); ++a) {
+      // The placement has a buffer (or -1, a scalar) per argument and per result, so that the
+      // node itself is read only for scalars: on a large method its table is out of cache.
+      const size_t num_args = placed.arg_buffers.size();
+      args.assign(num_args, OpArg{});
+      for (size_t a = 0; a < num_args; ++a) {
         if (placed.arg_buffers[a] >= 0) {
           args[a].tensor = &impl_.refs_[placed.arg_buffers[a]];
         } else {
@@ -1041,10 +1068,9 @@ void MethodLoader::BuildSteps() {
       }
       results.clear();
       views.clear();
-      for (size_t r = 0; r < node.results.size(); ++r) {
-        const int32_t b = placed.result_buffers[r];
+      for (const int32_t b : placed.result_buffers) {
         results.push_back(&impl_.refs_[b]);
-        if (p.buffers[b].kind == BufferKind::kAlias) {
+        if (memory_root_[b] != b) {  // an alias (its memory is its base's)
           views.push_back({&impl_.refs_[b], &impl_.refs_[p.buffers[b].alias_of],
                            impl_.alias_offset_[b]});
         }
