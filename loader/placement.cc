@@ -289,11 +289,13 @@ class Placer {
   // One walk over the nodes: each node's effects checked (CheckEffects), its device resolved,
   // and the values its results alias joined to their argument's group.
   absl::Status WalkNodes() {
-    plan_.nodes.resize(m_.nodes.size());
+    node_device_.resize(m_.nodes.size());
+    has_effects_.resize(m_.nodes.size());
     for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
       FERRY_RETURN_IF_ERROR(CheckEffects(n));
       const NodeDef& node = m_.nodes[n];
       const NodeEffects& e = in_.effects[n];
+      has_effects_[n] = !e.written_args.empty() || !e.shape_only_args.empty() || !e.view_of.empty();
       for (size_t r = 0; r < e.view_of.size(); ++r) {
         if (e.view_of[r] >= 0) group_[node.results[r]] = group_[node.args[e.view_of[r]]];
       }
@@ -325,8 +327,10 @@ class Placer {
           if (!device.is_host()) declared_.emplace(device, declared);
         }
       }
-      plan_.nodes[n].device = device;
+      node_device_[n] = device;
     }
+    // Each node's placement is made by PlaceNode, in node order, while its lists are written.
+    plan_.nodes.reserve(m_.nodes.size());
     return absl::OkStatus();
   }
 
@@ -338,6 +342,7 @@ class Placer {
     group_.resize(nv);
     kind_.resize(nv);
     bytes_.resize(nv);
+    order_index_.resize(nv);
     SharedNameFinder names(m_);
     for (size_t v = 0; v < nv; ++v) {
       const ValueDef& value = m_.values[v];
@@ -346,6 +351,14 @@ class Placer {
       bytes_[v] = value.meta.ByteSize().value_or(0);
       has_state_ = has_state_ || kind_[v] == ValueKind::kState;
       names.Add(static_cast<ValueId>(v));
+      order_index_[v] = -1;
+      if (const std::vector<int32_t>& order = in_.layouts[v].dim_order; !order.empty()) {
+        std::vector<int32_t> canonical = CanonicalOrder(order);
+        if (!canonical.empty()) {
+          order_index_[v] = static_cast<int32_t>(orders_.size());
+          orders_.push_back(std::move(canonical));
+        }
+      }
     }
     shared_names_ = names.Take();
   }
@@ -376,7 +389,7 @@ class Placer {
     if (!has_state_ && input_placed.empty()) return absl::OkStatus();  // every home is the host
     for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
       const NodeDef& node = m_.nodes[n];
-      const Device& d = plan_.nodes[n].device;
+      const Device& d = node_device_[n];
       for (int32_t a = 0; a < static_cast<int32_t>(node.args.size()); ++a) {
         const ValueId v = node.args[a];
         if (!IsTensor(v) || IsShapeOnly(n, a)) continue;
@@ -400,7 +413,7 @@ class Placer {
       if (use.writers.size() > 1) {
         std::vector<std::string> names;
         for (int32_t n : use.writer_nodes) {
-          names.push_back(absl::StrCat(NodeLabel(n), " on ", DeviceLabel(plan_.nodes[n].device)));
+          names.push_back(absl::StrCat(NodeLabel(n), " on ", DeviceLabel(node_device_[n])));
         }
         return absl::InvalidArgumentError(absl::StrCat(
             "method \"", m_.name, "\": state ", ValueLabel(v),
@@ -469,7 +482,13 @@ class Placer {
     if (d.is_host() && order == NaturalOrder(v)) host_instance_[v] = buffer;
   }
 
-  const std::vector<int32_t>& NaturalOrder(ValueId v) const { return natural_order_[v]; }
+  // Most values are row-major: an index per value into the few other orders, so that the
+  // per-value table stays 4 bytes a value (NaturalOrder is read for every buffer made).
+  const std::vector<int32_t>& NaturalOrder(ValueId v) const {
+    static const std::vector<int32_t> kRowMajor;
+    const int32_t i = order_index_[v];
+    return i < 0 ? kRowMajor : orders_[i];
+  }
 
   void CreateInitialBuffers() {
     const size_t nv = m_.values.size();
@@ -477,12 +496,6 @@ class Placer {
     group_head_.assign(nv, -1);
     group_tail_.assign(nv, -1);
     instance_head_.assign(nv, -1);
-    natural_order_.resize(nv);
-    for (size_t v = 0; v < nv; ++v) {
-      if (!in_.layouts[v].dim_order.empty()) {
-        natural_order_[v] = CanonicalOrder(in_.layouts[v].dim_order);
-      }
-    }
     plan_.buffers.reserve(nv + nv / 4);
     phys_.reserve(nv + nv / 4);
     version_.reserve(nv + nv / 4);
@@ -771,10 +784,13 @@ class Placer {
   }
 
   absl::Status PlaceNode(int32_t n) {
+    static const NodeEffects kNoEffects;
     const NodeDef& node = m_.nodes[n];
-    const NodeEffects& effects = in_.effects[n];
-    NodePlacement& placed = plan_.nodes[n];
-    const Device d = placed.device;
+    // Most nodes have none: their entry in the effects table is not read.
+    const NodeEffects& effects = has_effects_[n] ? in_.effects[n] : kNoEffects;
+    NodePlacement& placed = plan_.nodes.emplace_back();  // nodes are placed in order
+    const Device d = node_device_[n];
+    placed.device = d;
     const Reader reader{n, -1, d};
     const int32_t num_args = static_cast<int32_t>(node.args.size());
     const ValueId* args = node.args.data();
@@ -1061,6 +1077,8 @@ class Placer {
   LargeTable<ValueId> group_;          // per value: root of its alias group
   LargeTable<ValueKind> kind_;         // per value: m_.values[v].kind, compact for the passes
   LargeTable<size_t> bytes_;           // per value: meta.ByteSize() (0 on overflow)
+  LargeTable<uint8_t> has_effects_;    // per node: its NodeEffects has an entry
+  LargeTable<Device> node_device_;     // per node: where it runs (WalkNodes)
   std::vector<std::vector<ValueId>> shared_names_;  // values that share a name, per name
   bool has_state_ = false;             // some value is a state
   LargeTable<int64_t> group_version_;  // per group root
@@ -1071,7 +1089,8 @@ class Placer {
   LargeTable<int32_t> phys_;                        // per buffer: the buffer whose memory it uses
   LargeTable<int32_t> home_buffer_;                 // per value
   LargeTable<int32_t> host_instance_;               // per value
-  LargeTable<std::vector<int32_t>> natural_order_;  // per value, canonical
+  LargeTable<int32_t> order_index_;           // per value: index into orders_, or -1 (row-major)
+  std::vector<std::vector<int32_t>> orders_;  // natural orders other than row-major, canonical
   // The buffer of each (value, device, canonical dim order): per value a list through `next`.
   struct Instance {
     Device device;
