@@ -37,16 +37,17 @@ enum class ValueKind : uint8_t {
 
 const char* ValueKindName(ValueKind kind);
 
-// Field order: what the load's walks over every value read (kind, dtype, sizes) comes first, in
-// the first 64 bytes, so that such a walk over a large method (whose table is page-aligned, and
-// a ValueDef three cache lines) touches one line per value.
+// Field order: the meta first, so that its dtype, sizes and the ends of its dim order (what
+// layouts, byte sizes and declared results are made from) lie in the first 64 bytes, and the
+// kind and name next, on the second line: a walk over a large method's values (its table is
+// page-aligned, a ValueDef three cache lines) touches one or two lines per value, not three.
 struct ValueDef {
   // User-provided (not `= default`), so that a value-initialized ValueDef (emplace_back()) is not
   // zero-filled before its members are initialized: reading makes one per value.
   ValueDef() {}  // NOLINT(modernize-use-equals-default)
 
-  ValueKind kind = ValueKind::kIntermediate;
   TensorMeta meta;   // tensors
+  ValueKind kind = ValueKind::kIntermediate;
   std::string name;  // never empty: the program's name, or "value N"
   Scalar scalar;     // kScalar
   // Constant data, or a state's initial data: dense in meta's dim order, meta.ByteSize() bytes,
