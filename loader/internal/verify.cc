@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -257,6 +258,7 @@ class MethodVerifier {
                                   "intermediate, 4 scalar)"));
       }
       if (kind == fbs::ValueKind::Intermediate) producer_[v] = kNotProduced;
+      if (kind == fbs::ValueKind::Input) ++input_values_;
       if (kind == fbs::ValueKind::Scalar) {
         const fbs::ScalarValue* s = val->scalar();
         if (s == nullptr) return Error(ValueLabel(v, val), "a scalar value has no scalar");
@@ -400,7 +402,8 @@ class MethodVerifier {
 
   absl::Status VerifyInputs() {
     const auto* inputs = method_.inputs();
-    std::vector<int32_t> position(num_values(), -1);
+    absl::flat_hash_map<int32_t, int32_t> position;  // listed value -> its place in the list
+    position.reserve(Len(inputs));
     for (size_t i = 0; i < Len(inputs); ++i) {
       const int32_t id = inputs->Get(i);
       const std::string where = absl::StrCat("input ", i);
@@ -409,14 +412,16 @@ class MethodVerifier {
         return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)), ", ", KindArticle(id),
                                             "; method inputs must be input values"));
       }
-      if (position[id] >= 0) {
+      if (auto [it, added] = position.try_emplace(id, static_cast<int32_t>(i)); !added) {
         return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)),
-                                            ", which is already input ", position[id]));
+                                            ", which is already input ", it->second));
       }
-      position[id] = static_cast<int32_t>(i);
     }
-    for (size_t v = 0; v < num_values(); ++v) {
-      if (value(v)->kind() == fbs::ValueKind::Input && position[v] < 0) {
+    // The listed inputs are distinct input values: all are listed iff there are as many as
+    // VerifyValues counted. Only then is the value table walked, to name the first one missing.
+    for (size_t v = 0; Len(inputs) != input_values_ && v < num_values(); ++v) {
+      if (value(v)->kind() == fbs::ValueKind::Input &&
+          !position.contains(static_cast<int32_t>(v))) {
         return Error(ValueLabel(v, value(v)),
                      "an input value that is not listed in the method's inputs");
       }
@@ -621,6 +626,7 @@ class MethodVerifier {
   MethodDef* const out_;  // built as each element passes its checks; nullptr: verify only
   const size_t num_values_;
   std::vector<int32_t> producer_;
+  size_t input_values_ = 0;  // values of kind Input (VerifyValues)
 };
 
 std::string MethodLabel(size_t index, absl::string_view name) {

@@ -451,6 +451,14 @@ TEST(HandcraftedProgramTest, InputsMustBeExactlyTheInputValues) {
             "input values");
   p.methods[0].inputs = {7};
   EXPECT_EQ(Refusal(p), "method \"forward\", input 0 is value 7, but the method has 4 values");
+  // A second input value, after the listed one: the count of input values tells it is missing.
+  p = GoodProgram();
+  p.methods[0].values.push_back(Tensor("x2", fbs::ValueKind::Input, {2, 2}));
+  EXPECT_EQ(Refusal(p),
+            "method \"forward\", value 4 (\"x2\"): an input value that is not listed in the "
+            "method's inputs");
+  p.methods[0].inputs = {4, 0};
+  EXPECT_OK(LoadStatus(p));
 }
 
 TEST(HandcraftedProgramTest, IntermediateProducedTwice) {
