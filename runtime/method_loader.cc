@@ -250,6 +250,9 @@ class MethodLoader {
   // once, and the buffers on each: ResolveLayouts gathers them for PlanArenas.
   std::vector<Device> devices_;
   std::vector<size_t> buffers_on_;  // parallel to devices_
+  // Buffers of program data and aliases, in order (ResolveLayouts), for Allocate to point at
+  // the program's bytes and at their bases without another walk over every buffer.
+  std::vector<int32_t> data_or_alias_buffers_;
   size_t NoteDevice(const Device& d) {
     for (size_t i = 0; i < devices_.size(); ++i) {
       if (devices_[i] == d) return i;
@@ -480,6 +483,9 @@ absl::Status MethodLoader::ResolveLayouts() {
     }
     ++buffers_on_[device_index];
     impl_.buffer_runtime_[b] = runtime;
+    if (buf.kind == BufferKind::kProgramData || buf.kind == BufferKind::kAlias) {
+      data_or_alias_buffers_.push_back(static_cast<int32_t>(b));
+    }
     if (buf.kind == BufferKind::kAlias) {
       impl_.refs_.push_back(natural_[buf.value]);
       impl_.alias_offset_[b] =
@@ -911,7 +917,7 @@ absl::Status MethodLoader::Allocate() {
     impl_.shared_states_.push_back(std::move(state));
   }
   const PlacementPlan& p = plan();
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
+  for (const int32_t b : data_or_alias_buffers_) {  // in buffer order: bases before their views
     const PlannedBuffer& buf = p.buffers[b];
     if (buf.kind == BufferKind::kProgramData) {
       impl_.refs_[b].data = const_cast<uint8_t*>(m_.values[buf.value].data.data());
