@@ -7,6 +7,19 @@
 #include "absl/strings/str_join.h"
 
 namespace ferry {
+namespace {
+
+// The stride of the next dimension out: stride * size, saturated at INT64_MAX where it would
+// overflow. A layout that large describes no tensor that fits in
+// memory (shape inference can propose one from arguments that each fit: a linear of [2^49, k] by
+// [2^49, k]); its declared sizes or the memory plan refuse it, and until then the arithmetic
+// must not overflow.
+int64_t SaturatingStride(int64_t stride, int64_t size) {
+  int64_t next = 0;
+  return __builtin_mul_overflow(stride, size, &next) ? INT64_MAX : next;
+}
+
+}  // namespace
 
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
@@ -56,7 +69,7 @@ TensorRef TensorRef::Contiguous(DType dtype, absl::Span<const int64_t> sizes, vo
   for (int i = t.rank - 1; i >= 0; --i) {
     t.sizes[i] = sizes[i];
     t.strides[i] = stride;
-    stride *= sizes[i];
+    if (i > 0) stride = SaturatingStride(stride, sizes[i]);
   }
   return t;
 }
@@ -102,7 +115,7 @@ TensorRef TensorMeta::ToRef(void* data) const {
   for (int i = static_cast<int>(sizes.size()) - 1; i >= 0; --i) {
     const int d = row_major ? i : dim_order[i];
     if (d < t.rank) t.strides[d] = stride;
-    stride *= sizes[d];
+    if (i > 0) stride = SaturatingStride(stride, sizes[d]);
   }
   return t;
 }

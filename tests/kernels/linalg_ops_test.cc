@@ -132,6 +132,31 @@ TEST(MatmulTest, InferRejections) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batch dimensions")));
 }
 
+// ---- layouts of huge shapes ---------------------------------------------------------------------
+
+// Shape inference can propose a shape whose elements overflow int64 from arguments that each fit
+// (a linear of [2^49, 4] by [2^49, 4] gives [2^49, 2^49]); making its layout must not overflow
+// (the fuzzer found the signed overflow), and a stride past INT64_MAX saturates there.
+TEST(TensorLayoutTest, StridesOfHugeShapesSaturateInsteadOfOverflowing) {
+  const int64_t big = int64_t{1} << 49;
+  TensorRef two = TensorRef::Contiguous(DType::kFloat32, {big, big});
+  EXPECT_EQ(two.strides[0], big);
+  EXPECT_EQ(two.strides[1], 1);
+  TensorRef three = TensorRef::Contiguous(DType::kFloat32, {3, big, big});
+  EXPECT_EQ(three.sizes[0], 3);
+  EXPECT_EQ(three.strides[0], INT64_MAX);
+  EXPECT_EQ(three.strides[1], big);
+  EXPECT_EQ(three.strides[2], 1);
+  TensorMeta meta{DType::kBool, {3, big, big}, {}};
+  TensorRef from_meta = meta.ToRef();
+  EXPECT_EQ(from_meta.strides[0], INT64_MAX);
+  EXPECT_EQ(from_meta.strides[1], big);
+  TensorMeta transposed{DType::kBool, {big, big}, {1, 0}};
+  TensorRef column_major = transposed.ToRef();
+  EXPECT_EQ(column_major.strides[0], 1);
+  EXPECT_EQ(column_major.strides[1], big);
+}
+
 // ---- linear ---------------------------------------------------------------------------------
 
 void ExpectLinear(const TensorRef& out, const TensorRef& x, const TensorRef& w,
