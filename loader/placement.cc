@@ -230,13 +230,15 @@ class Placer {
     return absl::OkStatus();
   }
 
+  static bool HasEffects(const NodeEffects& e) {
+    return !e.written_args.empty() || !e.shape_only_args.empty() || !e.view_of.empty();
+  }
+
   // The effects of node n against the node (CheckInput's checks per node; WalkNodes makes them).
   absl::Status CheckEffects(size_t n) const {
     const NodeDef& node = m_.nodes[n];
     const NodeEffects& e = in_.effects[n];
-    if (e.written_args.empty() && e.shape_only_args.empty() && e.view_of.empty()) {
-      return absl::OkStatus();  // most nodes
-    }
+    if (!HasEffects(e)) return absl::OkStatus();  // most nodes
     auto arg_ok = [&](int32_t a) { return a >= 0 && a < static_cast<int32_t>(node.args.size()); };
     for (int32_t a : e.written_args) {
       if (!arg_ok(a) || !IsTensor(node.args[a])) {
@@ -295,7 +297,7 @@ class Placer {
       FERRY_RETURN_IF_ERROR(CheckEffects(n));
       const NodeDef& node = m_.nodes[n];
       const NodeEffects& e = in_.effects[n];
-      has_effects_[n] = !e.written_args.empty() || !e.shape_only_args.empty() || !e.view_of.empty();
+      has_effects_[n] = HasEffects(e);
       for (size_t r = 0; r < e.view_of.size(); ++r) {
         if (e.view_of[r] >= 0) group_[node.results[r]] = group_[node.args[e.view_of[r]]];
       }
@@ -485,9 +487,13 @@ class Placer {
   // Most values are row-major: an index per value into the few other orders, so that the
   // per-value table stays 4 bytes a value (NaturalOrder is read for every buffer made).
   const std::vector<int32_t>& NaturalOrder(ValueId v) const {
-    static const std::vector<int32_t> kRowMajor;
     const int32_t i = order_index_[v];
-    return i < 0 ? kRowMajor : orders_[i];
+    return i < 0 ? RowMajor() : orders_[i];
+  }
+  // The canonical (empty) dim order of row-major layouts.
+  static const std::vector<int32_t>& RowMajor() {
+    static const std::vector<int32_t> kRowMajor;
+    return kRowMajor;
   }
 
   void CreateInitialBuffers() {
@@ -577,8 +583,10 @@ class Placer {
 
   // Buffers that share memory (an alias and its base) hold one version, kept at the memory's
   // root: they are all in one alias group, so marking one marks them all in O(1).
-  bool Current(int32_t b) const {
-    return version_[phys_[b]] == group_version_[group_[plan_.buffers[b].value]];
+  bool Current(int32_t b) const { return CurrentFor(b, plan_.buffers[b].value); }
+  // Current(b), where b is known to be a buffer of value v (no look-up of the buffer).
+  bool CurrentFor(int32_t b, ValueId v) const {
+    return version_[phys_[b]] == group_version_[group_[v]];
   }
 
   // Marks `b` and everything sharing its memory as holding the group's current version.
@@ -640,7 +648,6 @@ class Placer {
                                const Reader& reader) {
     if (IsConstantGroup(v)) return ReadConstant(v, d, wanted, reader.node);
     const ValueLayout& natural = in_.layouts[v];
-    static const std::vector<int32_t> kRowMajor;
     const std::vector<int32_t>* order_ptr;
     if (d.is_host()) {
       // The host copy keeps the natural layout: host kernels were checked against it. A host
@@ -650,7 +657,7 @@ class Placer {
     } else if (wanted != nullptr) {
       order_ptr = wanted;
     } else {
-      order_ptr = natural.dense ? &NaturalOrder(v) : &kRowMajor;
+      order_ptr = natural.dense ? &NaturalOrder(v) : &RowMajor();
     }
     const std::vector<int32_t>& order = *order_ptr;
     int32_t existing = d.is_host() ? host_instance_[v] : FindInstance(v, d, order);
@@ -806,12 +813,10 @@ class Placer {
           a < static_cast<int32_t>(node.arg_dim_orders.size()) && !node.arg_dim_orders[a].empty()) {
         const std::vector<int32_t> wanted = CanonicalOrder(node.arg_dim_orders[a]);
         FERRY_ASSIGN_OR_RETURN(arg_buffers[a], Read(v, d, &wanted, reader));
-      } else if (const int32_t host = host_instance_[v], g = group_[v];
-                 d.is_host() && host >= 0 &&
-                 (kind_[g] == ValueKind::kConstant || version_[phys_[host]] == group_version_[g])) {
+      } else if (const int32_t host = host_instance_[v];
+                 d.is_host() && host >= 0 && (IsConstantGroup(v) || CurrentFor(host, v))) {
         // What Read gives a host reader of the value's own layout when the host copy is current
-        // (constants always are): that copy, with no copy added. Most reads of a host op. (The
-        // host copy is a buffer of v: Current(host), with v known.)
+        // (constants always are): that copy, with no copy added. Most reads of a host op.
         arg_buffers[a] = host;
       } else {
         FERRY_ASSIGN_OR_RETURN(arg_buffers[a], Read(v, d, nullptr, reader));
