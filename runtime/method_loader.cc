@@ -246,6 +246,9 @@ class MethodLoader {
   size_t host_steps_ = 0;
   size_t host_args_ = 0;
   size_t host_results_ = 0;
+  // Whether some node is a delegate (after ResolveOps): the walks for delegates only skip
+  // methods of host ops.
+  bool HasDelegates() const { return host_steps_ < m_.nodes.size(); }
   // The devices the plan's buffers and nodes use (the host among them when it is used), each
   // once, and the buffers on each: ResolveLayouts gathers them for PlanArenas.
   std::vector<Device> devices_;
@@ -330,11 +333,15 @@ absl::Status MethodLoader::ResolveOps() {
   // or state) or makes it (an intermediate), and at the end for the values no node reads: no walk
   // over the whole value table, which on a large method is out of cache by now.
   LargeTable<uint8_t> natural_set(nv, 0);
-  auto set_natural = [&](ValueId v, const TensorRef& layout) {
+  auto set_natural = [&](ValueId v, const TensorRef& layout, bool contiguous) {
     natural_[v] = layout;
     natural_[v].data = nullptr;
     natural_set[v] = 1;
-    if (!natural_[v].IsContiguous()) pin_.layouts[v] = LayoutOf(natural_[v]);
+    if (!contiguous) pin_.layouts[v] = LayoutOf(natural_[v]);
+  };
+  auto set_natural_from_meta = [&](ValueId v) {
+    const TensorRef layout = m_.values[v].meta.ToRef();
+    set_natural(v, layout, layout.IsContiguous());
   };
   std::vector<OpArg> args;                  // scratch, reused per node
   std::vector<const TensorMeta*> declared;  // scratch
@@ -368,7 +375,7 @@ absl::Status MethodLoader::ResolveOps() {
         if (value.is_tensor()) {
           // Not yet set: not an intermediate (reading checked that each is made before it is
           // read), so laid out as its meta says.
-          if (!natural_set[id]) set_natural(id, value.meta.ToRef());
+          if (!natural_set[id]) set_natural_from_meta(id);
           args[a].tensor = &natural_[id];
         } else {
           args[a].scalar = &value.scalar;
@@ -388,10 +395,7 @@ absl::Status MethodLoader::ResolveOps() {
       bool any_view = false;
       for (size_t r = 0; r < node.results.size(); ++r) {
         const ValueId v = node.results[r];
-        natural_[v] = inferred[r].layout;  // set_natural, with the contiguity known
-        natural_[v].data = nullptr;
-        natural_set[v] = 1;
-        if (!inferred_contiguous[r]) pin_.layouts[v] = LayoutOf(natural_[v]);
+        set_natural(v, inferred[r].layout, inferred_contiguous[r]);
         view_offset_[v] = inferred[r].view_offset;
       }
       if (!schema->view_of.empty()) {
@@ -422,7 +426,7 @@ absl::Status MethodLoader::ResolveOps() {
             "before loading"));
       }
       backends_[n] = backend;
-      for (ValueId r : node.results) set_natural(r, m_.values[r].meta.ToRef());
+      for (ValueId r : node.results) set_natural_from_meta(r);
       effects.written_args.assign(node.written_args.begin(), node.written_args.end());
     }
   }
@@ -430,7 +434,7 @@ absl::Status MethodLoader::ResolveOps() {
     if (natural_set[v]) continue;
     const ValueDef& value = m_.values[v];  // scalars, and values no node reads
     if (value.is_tensor() && value.kind != ValueKind::kIntermediate) {
-      set_natural(static_cast<ValueId>(v), value.meta.ToRef());
+      set_natural_from_meta(static_cast<ValueId>(v));
     }
   }
   return absl::OkStatus();
@@ -447,8 +451,7 @@ absl::Status MethodLoader::Place() {
   FERRY_ASSIGN_OR_RETURN(impl_.plan_.placement, PlaceMethod(pin_, popt_));
   LargeTable<NodeEffects>().swap(pin_.effects);  // placement's alone
   for (const auto& [declared, used] : plan().mapped_devices) label_map_[declared] = used;
-  // Delegate nodes only: a method of host ops (host_steps_ counts them) skips the walk.
-  for (size_t n = 0; host_steps_ < m_.nodes.size() && n < m_.nodes.size(); ++n) {
+  for (size_t n = 0; HasDelegates() && n < m_.nodes.size(); ++n) {
     if (backends_[n] != nullptr && !backends_[n]->SupportsDevice(plan().nodes[n].device.type)) {
       return absl::UnimplementedError(absl::StrCat(
           NodeContext(n), ": backend \"", m_.nodes[n].backend, "\" does not run on ",
@@ -499,7 +502,7 @@ absl::Status MethodLoader::ResolveLayouts() {
     }
   }
   // Delegates are the only nodes off the host.
-  for (size_t n = 0; host_steps_ < m_.nodes.size() && n < m_.nodes.size(); ++n) {
+  for (size_t n = 0; HasDelegates() && n < m_.nodes.size(); ++n) {
     if (backends_[n] != nullptr) NoteDevice(p.nodes[n].device);
   }
   // Per buffer, the buffer whose memory it is, its byte offset there, and the base it shares
@@ -686,7 +689,7 @@ absl::Status MethodLoader::PlanArenas() {
   const PlacementPlan& p = plan();
   const size_t nn = m_.nodes.size();
   // Schedule positions of nodes, for delegates' scratch: a method of host ops has none.
-  const bool any_delegate = host_steps_ < nn;
+  const bool any_delegate = HasDelegates();
   std::vector<int32_t> node_position;
   if (any_delegate) {
     node_position.assign(nn, 0);
