@@ -95,6 +95,41 @@ std::vector<int32_t> CanonicalDimOrder(std::vector<int32_t> order) {
 
 namespace {
 
+// Entry `key` of a list of (key, entry) pairs in increasing key order, or nullptr.
+template <typename Entry>
+const Entry* FindSorted(const std::vector<std::pair<int32_t, Entry>>& list, int32_t key) {
+  auto it = std::lower_bound(list.begin(), list.end(), key,
+                             [](const auto& e, int32_t k) { return e.first < k; });
+  return it != list.end() && it->first == key ? &it->second : nullptr;
+}
+
+// Whether a list of (key, entry) pairs has keys in [0, limit), increasing; else the position of
+// the first that is not (list.size() when all are).
+template <typename Entry>
+size_t FirstUnsorted(const std::vector<std::pair<int32_t, Entry>>& list, size_t limit) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    const int32_t k = list[i].first;
+    if (k < 0 || static_cast<size_t>(k) >= limit || (i > 0 && k <= list[i - 1].first)) return i;
+  }
+  return list.size();
+}
+
+}  // namespace
+
+const NodeEffects& PlacementInput::EffectsOf(int32_t n) const {
+  static const NodeEffects kNone;
+  const NodeEffects* e = FindSorted(effects, n);
+  return e != nullptr ? *e : kNone;
+}
+
+const ValueLayout& PlacementInput::LayoutOf(ValueId v) const {
+  static const ValueLayout kRowMajor;
+  const ValueLayout* l = FindSorted(layouts, v);
+  return l != nullptr ? *l : kRowMajor;
+}
+
+namespace {
+
 std::string DimOrderString(const std::vector<int32_t>& order, int32_t rank) {
   if (order.empty()) {
     std::vector<int32_t> identity(rank);
@@ -218,14 +253,17 @@ class Placer {
   // ---- checks -------------------------------------------------------------------------------
   absl::Status CheckInput() const {
     if (in_.method == nullptr) return absl::InvalidArgumentError("placement: no method given");
-    if (in_.effects.size() != m_.nodes.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("placement: ", in_.effects.size(),
-                                                     " node effects for ", m_.nodes.size(),
-                                                     " nodes"));
+    if (size_t i = FirstUnsorted(in_.effects, m_.nodes.size()); i < in_.effects.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("placement: effects entry ", i, " is for node ", in_.effects[i].first,
+                       "; entries must name nodes of the method (", m_.nodes.size(),
+                       "), each once, in increasing order"));
     }
-    if (in_.layouts.size() != m_.values.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "placement: ", in_.layouts.size(), " layouts for ", m_.values.size(), " values"));
+    if (size_t i = FirstUnsorted(in_.layouts, m_.values.size()); i < in_.layouts.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("placement: layouts entry ", i, " is for value ", in_.layouts[i].first,
+                       "; entries must name values of the method (", m_.values.size(),
+                       "), each once, in increasing order"));
     }
     return absl::OkStatus();
   }
@@ -234,11 +272,15 @@ class Placer {
     return !e.written_args.empty() || !e.shape_only_args.empty() || !e.view_of.empty();
   }
 
-  // The effects of node n against the node (CheckInput's checks per node; WalkNodes makes them).
-  absl::Status CheckEffects(size_t n) const {
+  // Node n's effects: none unless WalkNodes found an entry with some.
+  const NodeEffects& EffectsOf(int32_t n) const {
+    static const NodeEffects kNone;
+    return has_effects_[n] ? in_.EffectsOf(n) : kNone;
+  }
+
+  // The effects `e` of node n against the node (CheckInput's checks per node).
+  absl::Status CheckEffects(size_t n, const NodeEffects& e) const {
     const NodeDef& node = m_.nodes[n];
-    const NodeEffects& e = in_.effects[n];
-    if (!HasEffects(e)) return absl::OkStatus();  // most nodes
     auto arg_ok = [&](int32_t a) { return a >= 0 && a < static_cast<int32_t>(node.args.size()); };
     for (int32_t a : e.written_args) {
       if (!arg_ok(a) || !IsTensor(node.args[a])) {
@@ -292,14 +334,17 @@ class Placer {
   // and the values its results alias joined to their argument's group.
   absl::Status WalkNodes() {
     node_device_.resize(m_.nodes.size());
-    has_effects_.resize(m_.nodes.size());
+    has_effects_.assign(m_.nodes.size(), 0);
+    size_t next_effects = 0;  // into in_.effects, in node order (CheckInput)
     for (int32_t n = 0; n < static_cast<int32_t>(m_.nodes.size()); ++n) {
-      FERRY_RETURN_IF_ERROR(CheckEffects(n));
       const NodeDef& node = m_.nodes[n];
-      const NodeEffects& e = in_.effects[n];
-      has_effects_[n] = HasEffects(e);
-      for (size_t r = 0; r < e.view_of.size(); ++r) {
-        if (e.view_of[r] >= 0) group_[node.results[r]] = group_[node.args[e.view_of[r]]];
+      if (next_effects < in_.effects.size() && in_.effects[next_effects].first == n) {
+        const NodeEffects& e = in_.effects[next_effects++].second;
+        FERRY_RETURN_IF_ERROR(CheckEffects(n, e));
+        has_effects_[n] = HasEffects(e);
+        for (size_t r = 0; r < e.view_of.size(); ++r) {
+          if (e.view_of[r] >= 0) group_[node.results[r]] = group_[node.args[e.view_of[r]]];
+        }
       }
       Device device = Device::Host();
       if (node.kind == NodeKind::kDelegate) {
@@ -346,6 +391,7 @@ class Placer {
     bytes_.resize(nv);
     order_index_.resize(nv);
     SharedNameFinder names(m_);
+    size_t next_layout = 0;  // into in_.layouts, in value order (CheckInput)
     for (size_t v = 0; v < nv; ++v) {
       const ValueDef& value = m_.values[v];
       group_[v] = static_cast<ValueId>(v);
@@ -354,7 +400,12 @@ class Placer {
       has_state_ = has_state_ || kind_[v] == ValueKind::kState;
       names.Add(static_cast<ValueId>(v));
       order_index_[v] = -1;
-      if (const std::vector<int32_t>& order = in_.layouts[v].dim_order; !order.empty()) {
+      if (next_layout == in_.layouts.size() ||
+          in_.layouts[next_layout].first != static_cast<ValueId>(v)) {
+        continue;  // dense row-major
+      }
+      if (const std::vector<int32_t>& order = in_.layouts[next_layout++].second.dim_order;
+          !order.empty()) {
         std::vector<int32_t> canonical = CanonicalOrder(order);
         if (!canonical.empty()) {
           order_index_[v] = static_cast<int32_t>(orders_.size());
@@ -368,7 +419,7 @@ class Placer {
   bool IsTensor(ValueId v) const { return kind_[v] != ValueKind::kScalar; }
 
   bool IsShapeOnly(int32_t n, int32_t arg) const {
-    const auto& s = in_.effects[n].shape_only_args;
+    const auto& s = EffectsOf(n).shape_only_args;
     return std::find(s.begin(), s.end(), arg) != s.end();
   }
 
@@ -403,7 +454,7 @@ class Placer {
           plan_.value_homes[v] = d;
         }
       }
-      for (int32_t a : in_.effects[n].written_args) {
+      for (int32_t a : EffectsOf(n).written_args) {
         const ValueId g = group_[node.args[a]];
         if (kind_[g] != ValueKind::kState) continue;
         StateUse& use = state_use[g];
@@ -647,7 +698,7 @@ class Placer {
   absl::StatusOr<int32_t> Read(ValueId v, const Device& d, const std::vector<int32_t>* wanted,
                                const Reader& reader) {
     if (IsConstantGroup(v)) return ReadConstant(v, d, wanted, reader.node);
-    const ValueLayout& natural = in_.layouts[v];
+    const ValueLayout& natural = in_.LayoutOf(v);
     const std::vector<int32_t>* order_ptr;
     if (d.is_host()) {
       // The host copy keeps the natural layout: host kernels were checked against it. A host
@@ -737,7 +788,7 @@ class Placer {
     int32_t host = host_instance_[v];
     const bool converts_on_host = d.is_host() && wanted != nullptr && *wanted != NaturalOrder(v);
     if (d.is_host() && !converts_on_host) return host;
-    const ValueLayout& layout = in_.layouts[v];
+    const ValueLayout& layout = in_.LayoutOf(v);
     const int32_t rank = m_.values[v].meta.rank();
     if (!layout.dense) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -791,10 +842,8 @@ class Placer {
   }
 
   absl::Status PlaceNode(int32_t n) {
-    static const NodeEffects kNoEffects;
     const NodeDef& node = m_.nodes[n];
-    // Most nodes have none: their entry in the effects table is not read.
-    const NodeEffects& effects = has_effects_[n] ? in_.effects[n] : kNoEffects;
+    const NodeEffects& effects = EffectsOf(n);           // most nodes have none
     NodePlacement& placed = plan_.nodes.emplace_back();  // nodes are placed in order
     const Device d = node_device_[n];
     placed.device = d;
@@ -947,7 +996,7 @@ class Placer {
   std::string LastHostWriter(ValueId root) const {
     for (int32_t n = static_cast<int32_t>(m_.nodes.size()) - 1; n >= 0; --n) {
       if (!plan_.nodes[n].device.is_host()) continue;
-      for (int32_t a : in_.effects[n].written_args) {
+      for (int32_t a : EffectsOf(n).written_args) {
         if (group_[m_.nodes[n].args[a]] == root) return NodeLabel(n);
       }
     }
@@ -1082,7 +1131,7 @@ class Placer {
   LargeTable<ValueId> group_;          // per value: root of its alias group
   LargeTable<ValueKind> kind_;         // per value: m_.values[v].kind, compact for the passes
   LargeTable<size_t> bytes_;           // per value: meta.ByteSize() (0 on overflow)
-  LargeTable<uint8_t> has_effects_;    // per node: its NodeEffects has an entry
+  LargeTable<uint8_t> has_effects_;    // per node: it has effects (in_.effects lists it)
   LargeTable<Device> node_device_;     // per node: where it runs (WalkNodes)
   std::vector<std::vector<ValueId>> shared_names_;  // values that share a name, per name
   bool has_state_ = false;             // some value is a state

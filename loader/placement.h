@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -66,10 +67,20 @@ struct ValueLayout {
   std::vector<int64_t> strides;    // elements; filled when not dense (named in messages)
 };
 
+// Most nodes have no effects and most values are dense row-major, so both lists name only the
+// others: a large method's input is not two tables written and read for nothing.
 struct PlacementInput {
   const MethodDef* method = nullptr;
-  LargeTable<NodeEffects> effects;  // one per node
-  LargeTable<ValueLayout> layouts;  // one per value (ignored for scalars)
+  // The nodes that have effects, in increasing node order, each once; a node not listed has none.
+  std::vector<std::pair<int32_t, NodeEffects>> effects;
+  // The values whose all-host layout is not dense row-major, in increasing value order, each
+  // once; a value not listed is dense row-major. Scalars' entries are ignored.
+  std::vector<std::pair<ValueId, ValueLayout>> layouts;
+
+  // Node n's effects (empty when not listed) and value v's layout (dense row-major when not
+  // listed), by binary search.
+  const NodeEffects& EffectsOf(int32_t n) const;
+  const ValueLayout& LayoutOf(ValueId v) const;
 };
 
 struct PlacementOptions {

@@ -270,8 +270,11 @@ class MethodLoader {
     }
     return 0;
   }
-  LargeTable<TensorRef> natural_;     // per value: its layout in an all-host run
-  LargeTable<int64_t> view_offset_;   // per value: element offset of a view from its base
+  // Per value: its layout in an all-host run, and a view's element offset from its base; set
+  // for the tensors in ResolveOps (natural_set_), read only for those.
+  UnfilledTable<TensorRef> natural_;
+  UnfilledTable<int64_t> view_offset_;
+  LargeTable<uint8_t> natural_set_;
   // Phase 3.
   LargeTable<int32_t> memory_root_;  // per buffer: the non-alias buffer whose memory it uses
   LargeTable<int64_t> root_offset_;  // per buffer: its byte offset in memory_root_'s memory
@@ -321,27 +324,30 @@ absl::Status MethodLoader::ResolveOps() {
   const size_t nn = m_.nodes.size();
   backends_.assign(nn, nullptr);
   schemas_.assign(nn, nullptr);
-  natural_.assign(nv, TensorRef{});  // copies of one value: no per-element memset call
-  view_offset_.assign(nv, 0);
+  // Each entry is set where the value's layout is made (below), before anything reads it: no
+  // fill of the largest per-value tables first.
+  natural_ = UnfilledTable<TensorRef>(nv);
+  view_offset_ = UnfilledTable<int64_t>(nv);
   pin_.method = &m_;
-  pin_.effects.resize(nn);
-  // pin_.layouts starts as dense row-major, which is what LayoutOf gives a contiguous value; a
-  // value's entry is set where its natural layout is made.
-  pin_.layouts.resize(nv);
+  // Placement's input lists only the nodes with effects and the values whose layout is not dense
+  // row-major (what LayoutOf gives a contiguous value); a value's entry is made where its natural
+  // layout is, in no particular order, and the list sorted at the end.
+  pin_.effects.clear();
+  pin_.layouts.clear();
   // Inputs, constants and states are laid out as their meta says, intermediates as their
   // producer makes them. A value's layout is set when a node first reads it (an input, constant
   // or state) or makes it (an intermediate), and at the end for the values no node reads: no walk
   // over the whole value table, which on a large method is out of cache by now.
-  LargeTable<uint8_t> natural_set(nv, 0);
-  auto set_natural = [&](ValueId v, const TensorRef& layout, bool contiguous) {
-    natural_[v] = layout;
-    natural_[v].data = nullptr;
-    natural_set[v] = 1;
-    if (!contiguous) pin_.layouts[v] = LayoutOf(natural_[v]);
+  natural_set_.assign(nv, 0);
+  auto set_natural = [&](ValueId v, const TensorRef& layout, bool contiguous, int64_t view_offset) {
+    natural_.Set(v, layout).data = nullptr;
+    view_offset_.Set(v, view_offset);
+    natural_set_[v] = 1;
+    if (!contiguous) pin_.layouts.emplace_back(v, LayoutOf(natural_[v]));
   };
   auto set_natural_from_meta = [&](ValueId v) {
     const TensorRef layout = m_.values[v].meta.ToRef();
-    set_natural(v, layout, layout.IsContiguous());
+    set_natural(v, layout, layout.IsContiguous(), 0);
   };
   std::vector<OpArg> args;                  // scratch, reused per node
   std::vector<const TensorMeta*> declared;  // scratch
@@ -353,7 +359,7 @@ absl::Status MethodLoader::ResolveOps() {
   const OpSchema* last_schema = nullptr;
   for (size_t n = 0; n < nn; ++n) {
     const NodeDef& node = m_.nodes[n];
-    NodeEffects& effects = pin_.effects[n];
+    NodeEffects effects;  // most nodes have none
     if (node.kind == NodeKind::kHostOp) {
       const OpSchema* schema =
           last_schema != nullptr && node.op == last_op ? last_schema : rt_.ops().Find(node.op);
@@ -375,7 +381,7 @@ absl::Status MethodLoader::ResolveOps() {
         if (value.is_tensor()) {
           // Not yet set: not an intermediate (reading checked that each is made before it is
           // read), so laid out as its meta says.
-          if (!natural_set[id]) set_natural_from_meta(id);
+          if (!natural_set_[id]) set_natural_from_meta(id);
           args[a].tensor = &natural_[id];
         } else {
           args[a].scalar = &value.scalar;
@@ -395,15 +401,13 @@ absl::Status MethodLoader::ResolveOps() {
       bool any_view = false;
       for (size_t r = 0; r < node.results.size(); ++r) {
         const ValueId v = node.results[r];
-        set_natural(v, inferred[r].layout, inferred_contiguous[r]);
-        view_offset_[v] = inferred[r].view_offset;
+        set_natural(v, inferred[r].layout, inferred_contiguous[r], inferred[r].view_offset);
       }
       if (!schema->view_of.empty()) {
         for (size_t r = 0; r < node.results.size(); ++r) {
           any_view = any_view || schema->ViewOf(static_cast<int>(r)) >= 0;
         }
       }
-      // `effects` is fresh (empty); most ops have neither list.
       if (!schema->written_args.empty()) {
         effects.written_args.assign(schema->written_args.begin(), schema->written_args.end());
       }
@@ -429,13 +433,21 @@ absl::Status MethodLoader::ResolveOps() {
       for (ValueId r : node.results) set_natural_from_meta(r);
       effects.written_args.assign(node.written_args.begin(), node.written_args.end());
     }
+    if (!effects.written_args.empty() || !effects.shape_only_args.empty() ||
+        !effects.view_of.empty()) {
+      pin_.effects.emplace_back(static_cast<int32_t>(n), std::move(effects));
+    }
   }
   for (size_t v = 0; v < nv; ++v) {
-    if (natural_set[v]) continue;
+    if (natural_set_[v]) continue;
     const ValueDef& value = m_.values[v];  // scalars, and values no node reads
     if (value.is_tensor() && value.kind != ValueKind::kIntermediate) {
       set_natural_from_meta(static_cast<ValueId>(v));
     }
+  }
+  auto by_value = [](const auto& a, const auto& b) { return a.first < b.first; };
+  if (!std::is_sorted(pin_.layouts.begin(), pin_.layouts.end(), by_value)) {
+    std::sort(pin_.layouts.begin(), pin_.layouts.end(), by_value);
   }
   return absl::OkStatus();
 }
@@ -449,7 +461,7 @@ absl::Status MethodLoader::Place() {
     if (!d.is_host()) popt_.present_devices.push_back(d);
   }
   FERRY_ASSIGN_OR_RETURN(impl_.plan_.placement, PlaceMethod(pin_, popt_));
-  LargeTable<NodeEffects>().swap(pin_.effects);  // placement's alone
+  std::vector<std::pair<int32_t, NodeEffects>>().swap(pin_.effects);  // placement's alone
   for (const auto& [declared, used] : plan().mapped_devices) label_map_[declared] = used;
   for (size_t n = 0; HasDelegates() && n < m_.nodes.size(); ++n) {
     if (backends_[n] != nullptr && !backends_[n]->SupportsDevice(plan().nodes[n].device.type)) {
@@ -490,6 +502,12 @@ absl::Status MethodLoader::ResolveLayouts() {
       data_or_alias_buffers_.push_back(static_cast<int32_t>(b));
     }
     if (buf.kind == BufferKind::kAlias) {
+      if (buf.value < 0 || static_cast<size_t>(buf.value) >= natural_set_.size() ||
+          !natural_set_[buf.value]) {
+        return absl::InternalError(absl::StrCat(mctx_, ": planned buffer ", b,
+                                                " is a view of value ", buf.value,
+                                                ", which has no layout"));
+      }
       impl_.refs_.push_back(natural_[buf.value]);
       impl_.alias_offset_[b] =
           view_offset_[buf.value] * static_cast<int64_t>(natural_[buf.value].element_size());
@@ -529,8 +547,9 @@ absl::Status MethodLoader::ResolveLayouts() {
     }
   }
   // The all-host layouts are done with: their memory goes back for the phases after this one.
-  LargeTable<TensorRef>().swap(natural_);
-  LargeTable<int64_t>().swap(view_offset_);
+  natural_.Release();
+  view_offset_.Release();
+  LargeTable<uint8_t>().swap(natural_set_);
   return absl::OkStatus();
 }
 
@@ -951,8 +970,8 @@ absl::Status MethodLoader::ResolveCopies() {
     const bool same_layout =
         src.kind != BufferKind::kAlias
             ? src.dim_order == dst.dim_order
-            : (pin_.layouts[src.value].dense &&
-               CanonicalDimOrder(pin_.layouts[src.value].dim_order) == dst.dim_order);
+            : (pin_.LayoutOf(src.value).dense &&
+               CanonicalDimOrder(pin_.LayoutOf(src.value).dim_order) == dst.dim_order);
     e.strided = c.converts_layout || !same_layout;
     if (!e.strided) continue;
     const TensorRef& s = *e.src;

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/graph_sketch.h"
@@ -212,6 +213,70 @@ TEST(PlacementTest, NonDenseConstantOnADeviceIsAnError) {
   EXPECT_THAT(PlaceMethod(in, SimOptions()),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        ::testing::AllOf(HasSubstr("\"w\""), HasSubstr("(0, 1)"))));
+}
+
+TEST(PlacementTest, InputListsOutOfOrderOrOutOfRangeAreRefused) {
+  GraphSketch g;
+  ValueId a = g.Input("a");
+  ValueId t = g.Host("relu", {a});
+  ValueId u = g.Host("relu", {t});
+  g.Output(g.Host("relu", {u}));
+  const PlacementInput good = g.Build();
+  ASSERT_TRUE(PlaceMethod(good, SimOptions()).ok());
+  ValueLayout column_major;
+  column_major.dim_order = {1, 0};
+
+  PlacementInput in = good;
+  in.effects = {{2, NodeEffects{}}, {1, NodeEffects{}}};  // decreasing
+  EXPECT_THAT(PlaceMethod(in, SimOptions()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("effects entry 1 is for node 1"),
+                                        HasSubstr("increasing order"))));
+  in.effects = {{1, NodeEffects{}}, {1, NodeEffects{}}};  // twice
+  EXPECT_THAT(PlaceMethod(in, SimOptions()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("effects entry 1")));
+  in.effects = {{3, NodeEffects{}}};  // three nodes: 0 to 2
+  EXPECT_THAT(
+      PlaceMethod(in, SimOptions()),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               ::testing::AllOf(HasSubstr("effects entry 0 is for node 3"), HasSubstr("(3)"))));
+
+  in = good;
+  in.layouts = {{t, column_major}, {a, column_major}};
+  EXPECT_THAT(PlaceMethod(in, SimOptions()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("layouts entry 1 is for value ", a))));
+  in.layouts = {{-1, column_major}};
+  EXPECT_THAT(
+      PlaceMethod(in, SimOptions()),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("layouts entry 0 is for value -1")));
+}
+
+TEST(PlacementTest, AValueListedWithADimOrderKeepsItOnTheHostAndOnADevice) {
+  // Values not listed are row-major; one listed in the middle of the values keeps its order
+  // where a host op reads it and where a device delegate does.
+  GraphSketch g;
+  ValueId a = g.Input("a");
+  ValueId t = g.Host("relu", {a});
+  ValueId u = g.Host("neg", {t});
+  g.Output(u);
+  g.Output(g.Delegate("D", "cuda:0", {t})[0]);
+  ValueLayout column_major;
+  column_major.dim_order = {1, 0};
+  g.SetLayout(t, column_major);
+  PlacementInput in = g.Build();
+  ASSERT_EQ(in.layouts.size(), 1u);
+  EXPECT_EQ(in.LayoutOf(t).dim_order, (std::vector<int32_t>{1, 0}));
+  EXPECT_TRUE(in.LayoutOf(u).dim_order.empty());
+  EXPECT_TRUE(in.EffectsOf(0).written_args.empty());
+  ASSERT_OK_AND_ASSIGN(PlacementPlan plan, PlaceMethod(in, SimOptions()));
+  const std::vector<int32_t> column = {1, 0};
+  const NodePlacement& neg = plan.nodes[1];
+  EXPECT_EQ(plan.buffers[neg.arg_buffers[0]].dim_order, column);
+  EXPECT_TRUE(plan.buffers[neg.result_buffers[0]].dim_order.empty());
+  const PlannedBuffer& on_device = plan.buffers[plan.nodes[2].arg_buffers[0]];
+  EXPECT_EQ(on_device.device, kSim0);
+  EXPECT_EQ(on_device.dim_order, column);
 }
 
 TEST(PlacementTest, WritingAConstantIsAnError) {

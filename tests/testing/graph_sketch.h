@@ -113,16 +113,22 @@ class GraphSketch {
   PlacementInput Build() const {
     PlacementInput in;
     in.method = &method_;
-    in.effects.assign(effects_.begin(), effects_.end());
-    in.layouts.resize(method_.values.size());
-    for (size_t v = 0; v < method_.values.size(); ++v) {
-      if (auto it = layouts_.find(static_cast<ValueId>(v)); it != layouts_.end()) {
-        in.layouts[v] = it->second;
-        continue;
+    for (size_t n = 0; n < effects_.size(); ++n) {
+      const NodeEffects& e = effects_[n];
+      if (!e.written_args.empty() || !e.shape_only_args.empty() || !e.view_of.empty()) {
+        in.effects.emplace_back(static_cast<int32_t>(n), e);
       }
-      in.layouts[v].dense = true;
-      in.layouts[v].dim_order = method_.values[v].meta.dim_order;
-      in.layouts[v].strides = method_.values[v].meta.DenseStrides();
+    }
+    for (size_t v = 0; v < method_.values.size(); ++v) {
+      const ValueId id = static_cast<ValueId>(v);
+      if (auto it = layouts_.find(id); it != layouts_.end()) {
+        in.layouts.emplace_back(id, it->second);
+      } else if (!method_.values[v].meta.dim_order.empty()) {
+        ValueLayout layout;
+        layout.dim_order = method_.values[v].meta.dim_order;
+        layout.strides = method_.values[v].meta.DenseStrides();
+        in.layouts.emplace_back(id, std::move(layout));
+      }
     }
     return in;
   }
