@@ -153,39 +153,68 @@ int32_t* FreshList(List& list, size_t n) {
 }
 
 // The values of a method that share a name, per name in order of the first value (of those
-// names), each group in value order. Linear; while the names are unique it holds only a hash set
-// of value ids (4 bytes a slot, so that it stays in cache on large methods) that hashes and
-// compares the names they refer to. Values are added in order, each once.
+// names), each group in value order. Values are added in order, each once.
+//
+// Most methods' names are all distinct, and a hash set of every name costs a random access into
+// a table as large as the method per value. So each name's 64-bit hash is kept (8 bytes a value,
+// written in order) and marked in a bitmap of at least 8 bits per value (in cache); a value whose
+// bit was already set may share its name. Only when some did are the kept hashes walked again,
+// and only the values whose bit was found twice grouped by hash, then by name.
 class SharedNameFinder {
  public:
-  explicit SharedNameFinder(const MethodDef& m)
-      : m_(m), first_(m.values.size(), NameHash{&m}, SameName{&m}) {}
-
-  void Add(ValueId v) {
-    auto [it, inserted] = first_.insert(v);
-    if (inserted) return;
-    auto [group, added] = group_of_.try_emplace(m_.values[v].name, groups_.size());
-    if (added) groups_.push_back({*it});
-    groups_[group->second].push_back(v);
+  explicit SharedNameFinder(const MethodDef& m) : m_(m) {
+    size_t bits = 4096;
+    while (bits < 8 * m.values.size()) bits *= 2;
+    mask_ = bits - 1;
+    seen_.assign(bits / 64, 0);
+    hashes_.reserve(m.values.size());
   }
 
-  std::vector<std::vector<ValueId>> Take() { return std::move(groups_); }
+  void Add(ValueId v) {
+    const uint64_t h = absl::HashOf(absl::string_view(m_.values[v].name));
+    hashes_.push_back(h);
+    const size_t bit = h & mask_;
+    uint64_t& word = seen_[bit >> 6];
+    const uint64_t flag = uint64_t{1} << (bit & 63);
+    if ((word & flag) != 0) {
+      again_.insert(bit);
+    } else {
+      word |= flag;
+    }
+  }
+
+  std::vector<std::vector<ValueId>> Take() {
+    std::vector<std::vector<ValueId>> groups;
+    if (again_.empty()) return groups;  // every name distinct
+    // The values whose bit was set twice or more, grouped by hash (in value order).
+    absl::flat_hash_map<uint64_t, std::vector<ValueId>> by_hash;
+    for (size_t v = 0; v < hashes_.size(); ++v) {
+      if (again_.contains(hashes_[v] & mask_)) {
+        by_hash[hashes_[v]].push_back(static_cast<ValueId>(v));
+      }
+    }
+    for (auto& [hash, values] : by_hash) {
+      if (values.size() < 2) continue;
+      // Equal hashes almost always mean equal names; group by name to be exact.
+      absl::flat_hash_map<absl::string_view, std::vector<ValueId>> by_name;
+      for (ValueId v : values) by_name[m_.values[v].name].push_back(v);
+      for (auto& [name, same] : by_name) {
+        if (same.size() > 1) groups.push_back(std::move(same));
+      }
+    }
+    std::sort(groups.begin(), groups.end(),
+              [](const std::vector<ValueId>& a, const std::vector<ValueId>& b) {
+                return a.front() < b.front();
+              });
+    return groups;
+  }
 
  private:
-  struct NameHash {
-    const MethodDef* m;
-    size_t operator()(ValueId v) const {
-      return absl::HashOf(absl::string_view(m->values[v].name));
-    }
-  };
-  struct SameName {
-    const MethodDef* m;
-    bool operator()(ValueId a, ValueId b) const { return m->values[a].name == m->values[b].name; }
-  };
   const MethodDef& m_;
-  absl::flat_hash_set<ValueId, NameHash, SameName> first_;   // the first value of each name
-  absl::flat_hash_map<absl::string_view, size_t> group_of_;  // name -> index in groups_
-  std::vector<std::vector<ValueId>> groups_;
+  size_t mask_ = 0;
+  std::vector<uint64_t> seen_;         // bitmap: a name hashed to this bit
+  absl::flat_hash_set<size_t> again_;  // bits a later name hashed to as well
+  std::vector<uint64_t> hashes_;       // per value, in order
 };
 
 class Placer {

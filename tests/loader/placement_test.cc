@@ -419,6 +419,29 @@ TEST(PlacementTest, ManyValuesSharingANameAreCountedNotAllListed) {
   EXPECT_EQ(d.values, relus);
 }
 
+TEST(PlacementTest, SharedNamesAmongManyAreFoundExactlyInOrderOfTheirFirstValue) {
+  // 20,000 values: far more names than the finder's bitmap tells apart, so many distinct names
+  // land on one bit and must not be reported. Value 0 is the input; the relus are 1 to 20,000.
+  // "a" is shared by values 100 and 19,000, "b" by 150 and 160: "a" is listed first, though
+  // "b" is found shared first.
+  GraphSketch g;
+  ValueId v = g.Input("x");
+  for (int i = 1; i <= 20000; ++i) {
+    std::string name = absl::StrCat("relu_", i);
+    if (i == 100 || i == 19000) name = "a";
+    if (i == 150 || i == 160) name = "b";
+    v = g.Host(name, {v});
+  }
+  g.Output(v);
+  PlacementInput in = g.Build();
+  ASSERT_OK_AND_ASSIGN(PlacementPlan plan, PlaceMethod(in, SimOptions()));
+  const std::vector<Diagnostic> warnings = NameWarnings(plan);
+  ASSERT_EQ(warnings.size(), 2u) << FormatDiagnostics(plan.diagnostics);
+  EXPECT_THAT(warnings[0].values, ElementsAre(100, 19000));
+  EXPECT_THAT(warnings[0].message, HasSubstr("values 100 (\"a\", intermediate) and 19000"));
+  EXPECT_THAT(warnings[1].values, ElementsAre(150, 160));
+}
+
 TEST(PlacementTest, UniqueNamesGiveNoNameWarning) {
   GraphSketch g;
   ValueId x = g.Input("x");
