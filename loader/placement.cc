@@ -159,7 +159,8 @@ int32_t* FreshList(List& list, size_t n) {
 // a table as large as the method per value. So each name's 64-bit hash is kept (8 bytes a value,
 // written in order) and marked in a bitmap of at least 8 bits per value (in cache); a value whose
 // bit was already set may share its name. Only when some did are the kept hashes walked again,
-// and only the values whose bit was found twice grouped by hash, then by name.
+// and only the values whose bit was found twice sorted by hash, those of equal hashes grouped by
+// name.
 class SharedNameFinder {
  public:
   explicit SharedNameFinder(const MethodDef& m) : m_(m) {
@@ -186,21 +187,28 @@ class SharedNameFinder {
   std::vector<std::vector<ValueId>> Take() {
     std::vector<std::vector<ValueId>> groups;
     if (again_.empty()) return groups;  // every name distinct
-    // The values whose bit was set twice or more, grouped by hash (in value order).
-    absl::flat_hash_map<uint64_t, std::vector<ValueId>> by_hash;
+    // The values whose bit was set twice or more, by hash (then value order).
+    std::vector<std::pair<uint64_t, ValueId>> candidates;
     for (size_t v = 0; v < hashes_.size(); ++v) {
       if (again_.contains(hashes_[v] & mask_)) {
-        by_hash[hashes_[v]].push_back(static_cast<ValueId>(v));
+        candidates.emplace_back(hashes_[v], static_cast<ValueId>(v));
       }
     }
-    for (auto& [hash, values] : by_hash) {
-      if (values.size() < 2) continue;
-      // Equal hashes almost always mean equal names; group by name to be exact.
-      absl::flat_hash_map<absl::string_view, std::vector<ValueId>> by_name;
-      for (ValueId v : values) by_name[m_.values[v].name].push_back(v);
-      for (auto& [name, same] : by_name) {
-        if (same.size() > 1) groups.push_back(std::move(same));
+    std::sort(candidates.begin(), candidates.end());
+    for (size_t i = 0; i < candidates.size();) {
+      size_t end = i + 1;
+      while (end < candidates.size() && candidates[end].first == candidates[i].first) ++end;
+      if (end - i > 1) {
+        // Equal hashes almost always mean equal names; group by name to be exact.
+        absl::flat_hash_map<absl::string_view, std::vector<ValueId>> by_name;
+        for (size_t k = i; k < end; ++k) {
+          by_name[m_.values[candidates[k].second].name].push_back(candidates[k].second);
+        }
+        for (auto& [name, same] : by_name) {
+          if (same.size() > 1) groups.push_back(std::move(same));
+        }
       }
+      i = end;
     }
     std::sort(groups.begin(), groups.end(),
               [](const std::vector<ValueId>& a, const std::vector<ValueId>& b) {
