@@ -1,7 +1,8 @@
 // Method loading, in phases. MethodImpl::Load runs them in order; each phase reads what the
 // earlier ones decided and adds its own part of the loaded method:
 //
-//   0. CheckTableMemory  the load's own tables (about 1 KiB per node) against host memory
+//   0. CheckTableMemory  the load's own tables (about 1 KiB per node) against host memory: per
+//                        value and node first, then with the argument lists ResolveOps counts
 //   1. ResolveOps        ops and backends by name; every value's layout in an all-host run
 //   2. Place             the placement rules (loader/placement.h): devices, copies, buffers
 //   3. ResolveLayouts    one TensorRef per planned buffer, in that buffer's own layout
@@ -160,8 +161,9 @@ class MethodLoader {
 
   absl::Status Run() {
     const auto start = Clock::now();
-    FERRY_RETURN_IF_ERROR(CheckTableMemory());
+    FERRY_RETURN_IF_ERROR(CheckTableMemory(0, 0));
     FERRY_RETURN_IF_ERROR(ResolveOps());
+    FERRY_RETURN_IF_ERROR(CheckTableMemory(list_entries_, payload_bytes_));
     FERRY_RETURN_IF_ERROR(Place());
     impl_.plan_.timings.placement_us = MicrosSince(start);
     const auto materialize_start = Clock::now();
@@ -189,8 +191,10 @@ class MethodLoader {
   const PlacementPlan& plan() const { return impl_.plan_.placement; }
 
   // 0. The host memory of the load's own tables (LoadTableBytes) against the host's available
-  // memory and LoadOptions::table_memory_limit_bytes, before any table is built.
-  absl::Status CheckTableMemory() const;
+  // memory and LoadOptions::table_memory_limit_bytes: before any table is built, for the tables
+  // per value and per node (`list_entries` and `payload_bytes` 0), and again once ResolveOps has
+  // counted the argument lists and payloads, before the tables that grow with them.
+  absl::Status CheckTableMemory(size_t list_entries, size_t payload_bytes) const;
   // 1. Ops and backends by name, and the layout of every value in an all-host run (shape
   // inference checks every host op's declared results).
   absl::Status ResolveOps();
@@ -246,6 +250,10 @@ class MethodLoader {
   size_t host_steps_ = 0;
   size_t host_args_ = 0;
   size_t host_results_ = 0;
+  // Entries of every node's argument and result lists, and bytes of the delegates' payloads
+  // (ResolveOps counts them, for CheckTableMemory).
+  size_t list_entries_ = 0;
+  size_t payload_bytes_ = 0;
   // Whether some node is a delegate (after ResolveOps): the walks for delegates only skip
   // methods of host ops.
   bool HasDelegates() const { return host_steps_ < m_.nodes.size(); }
@@ -303,8 +311,9 @@ class MethodLoader {
   std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_made_;
 };
 
-absl::Status MethodLoader::CheckTableMemory() const {
-  const size_t need = LoadTableBytes(m_);
+absl::Status MethodLoader::CheckTableMemory(size_t list_entries, size_t payload_bytes) const {
+  const size_t need =
+      LoadTableBytes(m_.values.size(), m_.nodes.size(), list_entries, payload_bytes);
   const size_t available = HostAvailableBytesFor(need);
   const size_t limit = options_.table_memory_limit_bytes;
   if (need <= limit && need <= available) return absl::OkStatus();
@@ -430,6 +439,8 @@ absl::Status MethodLoader::ResolveOps() {
             "before loading"));
       }
       backends_[n] = backend;
+      list_entries_ += node.args.size() + node.results.size();
+      payload_bytes_ += node.payload.size();
       for (ValueId r : node.results) set_natural_from_meta(r);
       effects.written_args.assign(node.written_args.begin(), node.written_args.end());
     }
@@ -445,6 +456,7 @@ absl::Status MethodLoader::ResolveOps() {
       set_natural_from_meta(static_cast<ValueId>(v));
     }
   }
+  list_entries_ += host_args_ + host_results_;
   auto by_value = [](const auto& a, const auto& b) { return a.first < b.first; };
   if (!std::is_sorted(pin_.layouts.begin(), pin_.layouts.end(), by_value)) {
     std::sort(pin_.layouts.begin(), pin_.layouts.end(), by_value);

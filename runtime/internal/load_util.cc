@@ -65,12 +65,16 @@ size_t LoadTableBytes(const MethodDef& m) {
     entries += node.args.size() + node.results.size();
     if (node.kind == NodeKind::kDelegate) payload += node.payload.size();  // host ops have none
   }
-  size_t values = 0, nodes = 0, lists = 0, payloads = 0, total = 0;
-  if (__builtin_mul_overflow(m.values.size(), kLoadTableBytesPerValue, &values) ||
-      __builtin_mul_overflow(m.nodes.size(), kLoadTableBytesPerNode, &nodes) ||
-      __builtin_mul_overflow(entries, kLoadTableBytesPerArgument, &lists) ||
-      __builtin_mul_overflow(payload, kLoadTableBytesPerPayloadByte, &payloads) ||
-      __builtin_add_overflow(values, nodes, &total) ||
+  return LoadTableBytes(m.values.size(), m.nodes.size(), entries, payload);
+}
+
+size_t LoadTableBytes(size_t values, size_t nodes, size_t list_entries, size_t payload_bytes) {
+  size_t value_bytes = 0, node_bytes = 0, lists = 0, payloads = 0, total = 0;
+  if (__builtin_mul_overflow(values, kLoadTableBytesPerValue, &value_bytes) ||
+      __builtin_mul_overflow(nodes, kLoadTableBytesPerNode, &node_bytes) ||
+      __builtin_mul_overflow(list_entries, kLoadTableBytesPerArgument, &lists) ||
+      __builtin_mul_overflow(payload_bytes, kLoadTableBytesPerPayloadByte, &payloads) ||
+      __builtin_add_overflow(value_bytes, node_bytes, &total) ||
       __builtin_add_overflow(total, lists, &total) ||
       __builtin_add_overflow(total, payloads, &total)) {
     return SIZE_MAX;

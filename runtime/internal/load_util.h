@@ -39,6 +39,9 @@ inline constexpr size_t kLoadTableBytesPerArgument = 24;
 inline constexpr size_t kLoadTableBytesPerPayloadByte = 5;
 // The estimate for `m`, saturating at SIZE_MAX.
 size_t LoadTableBytes(const MethodDef& m);
+// The same from the counts: values, nodes, entries of all argument and result lists, and bytes
+// of all delegate payloads.
+size_t LoadTableBytes(size_t values, size_t nodes, size_t list_entries, size_t payload_bytes);
 
 }  // namespace ferry::internal
 
