@@ -22,21 +22,22 @@
 // destroys on error.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <optional>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ferry/memory/memory_planner.h"
 #include "ferry/memory/status_macros.h"
-#include "ferry/runtime/internal/method_impl.h"
 #include "ferry/runtime/internal/load_util.h"
+#include "ferry/runtime/internal/method_impl.h"
 #include "ferry/runtime/internal/replica_cache.h"
 
 namespace ferry {
@@ -305,7 +306,8 @@ class MethodLoader {
   std::vector<std::pair<int32_t, std::shared_ptr<void>>> reused_;
   std::vector<std::pair<int32_t, ReplicaKey>> to_share_;
   std::vector<bool> reused_buffer_;  // per buffer
-  LargeTable<std::shared_ptr<DeviceBuffer>> region_of_buffer_;  // per replica buffer made here
+  // The constant region of each replica buffer made here (few buffers of most methods are).
+  absl::flat_hash_map<int32_t, std::shared_ptr<DeviceBuffer>> region_of_buffer_;
   // Shared states: those the program holds already, and those this method makes.
   std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_reused_;
   std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_made_;
@@ -901,7 +903,6 @@ absl::Status MethodLoader::CheckBudgets() {
 
 absl::Status MethodLoader::Allocate() {
   scratch_.assign(impl_.instances_.size(), nullptr);
-  region_of_buffer_.assign(plan().buffers.size(), nullptr);
   for (const DeviceMemory& dm : memory_) {
     char* base = nullptr;
     if (dm.pinned) {
@@ -1037,7 +1038,12 @@ absl::Status MethodLoader::Materialize() {
   for (const DeviceMemory& dm : memory_) FERRY_RETURN_IF_ERROR(dm.runtime->Synchronize());
   // Made: later methods of the program may share them (each keeps its region alive).
   for (const auto& [b, key] : to_share_) {
-    replicas_->Add(key, std::shared_ptr<void>(region_of_buffer_[b], impl_.refs_[b].data));
+    auto region = region_of_buffer_.find(b);
+    if (region == region_of_buffer_.end()) {
+      return absl::InternalError(
+          absl::StrCat(mctx_, ": replica buffer ", b, " to share has no constant region"));
+    }
+    replicas_->Add(key, std::shared_ptr<void>(region->second, impl_.refs_[b].data));
   }
   for (const auto& [b, state] : states_made_) {
     program_->states.Add(m_.values[plan().buffers[b].value].name, state);
