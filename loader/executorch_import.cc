@@ -279,7 +279,7 @@ class MethodImporter {
     NodeDef node;
     node.name = absl::StrCat(d.backend_id, " (instruction ", instruction_, ")");
     node.kind = NodeKind::kDelegate;
-    node.backend = d.backend_id;
+    node.mutable_delegate().backend = d.backend_id;
     // Duplicates found through hash sets: the lists come from the file, whatever their length.
     absl::flat_hash_set<absl::string_view> keys;
     keys.reserve(d.compile_specs.size());
@@ -289,7 +289,7 @@ class MethodImporter {
         return Invalid(absl::StrCat("compile spec \"", absl::CHexEscape(spec.first),
                                     "\" is given more than once"));
       }
-      node.compile_specs.push_back(spec);
+      node.mutable_delegate().compile_specs.push_back(spec);
     }
     for (size_t i = 0; i < first_result; ++i) {
       FERRY_ASSIGN_OR_RETURN(ValueId a, DelegateArgument(list[i], i));
@@ -1113,7 +1113,7 @@ absl::Status PlaceConstants(const PendingConstants& constants, EtImport& import)
     }
     const Span placed = absl::MakeConstSpan(base + offsets[placed_as[i]], bytes.size());
     if (c.payload_of_node >= 0) {
-      import.methods[c.method].nodes[c.payload_of_node].payload = placed;
+      import.methods[c.method].nodes[c.payload_of_node].mutable_delegate().payload = placed;
     } else {
       import.methods[c.method].values[c.value].data = placed;
     }

@@ -9,6 +9,7 @@
 #define FERRY_LOADER_METHOD_GRAPH_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -65,22 +66,8 @@ enum class NodeKind : uint8_t { kHostOp = 0, kDelegate = 1 };
 // Argument and result lists: most nodes have a few, kept inline (no allocation per node).
 using ValueIds = absl::InlinedVector<ValueId, 4>;
 
-// Aligned to a cache line, with what every walk over the nodes reads (argument and result lists,
-// kind) in its first 64 bytes: a walk over a large method touches one line per node, not two.
-struct alignas(64) NodeDef {
-  // User-provided, as ValueDef's: no zero fill of 256 bytes before the members are initialized.
-  NodeDef() {}  // NOLINT(modernize-use-equals-default)
-
-  ValueIds args;
-  ValueIds results;
-  NodeKind kind = NodeKind::kHostOp;
-
-  // kHostOp
-  std::string op;
-
-  std::string name;  // never empty: the program's name, or the op / backend name
-
-  // kDelegate
+// A delegate call's own fields.
+struct DelegateDef {
   std::string backend;
   std::vector<std::pair<std::string, std::string>> compile_specs;
   absl::Span<const uint8_t> payload;
@@ -92,6 +79,39 @@ struct alignas(64) NodeDef {
 
   // The value of compile spec `key`, if present.
   std::optional<absl::string_view> CompileSpec(absl::string_view key) const;
+};
+
+// Two cache lines, aligned: what every walk over the nodes reads (argument and result lists,
+// kind) in the first. A delegate's own fields are behind a pointer, so that the many host ops of
+// a large method do not carry them.
+struct alignas(64) NodeDef {
+  // User-provided, as ValueDef's: no zero fill before the members are initialized.
+  NodeDef() {}  // NOLINT(modernize-use-equals-default)
+  NodeDef(const NodeDef& other);
+  NodeDef& operator=(const NodeDef& other);
+  NodeDef(NodeDef&&) noexcept = default;
+  NodeDef& operator=(NodeDef&&) noexcept = default;
+  ~NodeDef() = default;
+
+  ValueIds args;
+  ValueIds results;
+  NodeKind kind = NodeKind::kHostOp;
+
+ private:
+  std::unique_ptr<DelegateDef> delegate_;  // kDelegate; copied with the node
+
+ public:
+  std::string op;    // kHostOp
+  std::string name;  // never empty: the program's name, or the op / backend name
+
+  // kDelegate: the call's fields; a host op's are empty.
+  const DelegateDef& delegate() const;
+  // The call's fields to fill in, made on first use.
+  DelegateDef& mutable_delegate();
+  // delegate().CompileSpec(key).
+  std::optional<absl::string_view> CompileSpec(absl::string_view key) const {
+    return delegate().CompileSpec(key);
+  }
 };
 
 inline constexpr absl::string_view kTargetDeviceSpec = "target_device";

@@ -896,8 +896,9 @@ class Placer {
       // Only delegates have dim orders (host ops' are empty); the kind is on the node's first
       // cache line, the dim orders are not.
       if (node.kind == NodeKind::kDelegate &&
-          a < static_cast<int32_t>(node.arg_dim_orders.size()) && !node.arg_dim_orders[a].empty()) {
-        const std::vector<int32_t> wanted = CanonicalOrder(node.arg_dim_orders[a]);
+          a < static_cast<int32_t>(node.delegate().arg_dim_orders.size()) &&
+          !node.delegate().arg_dim_orders[a].empty()) {
+        const std::vector<int32_t> wanted = CanonicalOrder(node.delegate().arg_dim_orders[a]);
         FERRY_ASSIGN_OR_RETURN(arg_buffers[a], Read(v, d, &wanted, reader));
       } else if (const int32_t host = host_instance_[v];
                  d.is_host() && host >= 0 && (IsConstantGroup(v) || CurrentFor(host, v))) {

@@ -361,21 +361,22 @@ std::vector<ValueId> MethodBuilder::Delegate(
   NodeDef node;
   node.name = display;
   node.kind = NodeKind::kDelegate;
-  node.backend = std::move(backend);
+  DelegateDef& call = node.mutable_delegate();
+  call.backend = std::move(backend);
   if (target_device.has_value()) {
-    node.compile_specs.emplace_back(std::string(kTargetDeviceSpec), std::move(*target_device));
+    call.compile_specs.emplace_back(std::string(kTargetDeviceSpec), std::move(*target_device));
   }
   for (auto& spec : options.compile_specs) {
     if (spec.first.empty()) return fail("a compile spec has an empty key");
-    if (node.CompileSpec(spec.first).has_value()) {
+    if (call.CompileSpec(spec.first).has_value()) {
       return fail(absl::StrCat("compile spec key \"", spec.first, "\" is given more than once"));
     }
-    node.compile_specs.push_back(std::move(spec));
+    call.compile_specs.push_back(std::move(spec));
   }
   buffers_.push_back(std::make_unique<std::vector<uint8_t>>(std::move(payload)));
-  node.payload = absl::MakeConstSpan(*buffers_.back());
-  node.arg_dim_orders = std::move(options.arg_dim_orders);
-  node.written_args = std::move(written);
+  call.payload = absl::MakeConstSpan(*buffers_.back());
+  call.arg_dim_orders = std::move(options.arg_dim_orders);
+  call.written_args = std::move(written);
   node.args.assign(args.begin(), args.end());
   for (size_t r = 0; r < results.size(); ++r) {
     ValueDef value;
@@ -397,7 +398,7 @@ std::vector<int32_t> MethodBuilder::WrittenInputs() const {
   std::vector<bool> written(def_.values.size(), false);
   for (const NodeDef& node : def_.nodes) {
     if (node.kind == NodeKind::kDelegate) {
-      for (int32_t a : node.written_args) written[root[node.args[a]]] = true;
+      for (int32_t a : node.delegate().written_args) written[root[node.args[a]]] = true;
       continue;
     }
     const OpSchema* schema = registry.Find(node.op);

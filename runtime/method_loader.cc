@@ -433,18 +433,19 @@ absl::Status MethodLoader::ResolveOps() {
         }
       }
     } else {
-      const Backend* backend = rt_.FindBackend(node.backend);
+      const Backend* backend = rt_.FindBackend(node.delegate().backend);
       if (backend == nullptr) {
         return absl::NotFoundError(absl::StrCat(
-            NodeContext(n), ": no backend named \"", node.backend,
+            NodeContext(n), ": no backend named \"", node.delegate().backend,
             "\" is registered; register one under that name with Runtime::RegisterBackend "
             "before loading"));
       }
       backends_[n] = backend;
       list_entries_ += node.args.size() + node.results.size();
-      payload_bytes_ += node.payload.size();
+      payload_bytes_ += node.delegate().payload.size();
       for (ValueId r : node.results) set_natural_from_meta(r);
-      effects.written_args.assign(node.written_args.begin(), node.written_args.end());
+      effects.written_args.assign(node.delegate().written_args.begin(),
+                                  node.delegate().written_args.end());
     }
     if (!effects.written_args.empty() || !effects.shape_only_args.empty() ||
         !effects.view_of.empty()) {
@@ -479,9 +480,9 @@ absl::Status MethodLoader::Place() {
   for (const auto& [declared, used] : plan().mapped_devices) label_map_[declared] = used;
   for (size_t n = 0; HasDelegates() && n < m_.nodes.size(); ++n) {
     if (backends_[n] != nullptr && !backends_[n]->SupportsDevice(plan().nodes[n].device.type)) {
-      return absl::UnimplementedError(absl::StrCat(
-          NodeContext(n), ": backend \"", m_.nodes[n].backend, "\" does not run on ",
-          DeviceLabel(plan().nodes[n].device, label_map_)));
+      return absl::UnimplementedError(
+          absl::StrCat(NodeContext(n), ": backend \"", m_.nodes[n].delegate().backend,
+                       "\" does not run on ", DeviceLabel(plan().nodes[n].device, label_map_)));
     }
   }
   return absl::OkStatus();
@@ -576,11 +577,11 @@ absl::Status MethodLoader::InitBackends() {
     const NodePlacement& placed = plan().nodes[n];
     DelegateInit init;
     init.node_name = node.name;
-    init.payload = node.payload;
-    init.compile_specs = &node.compile_specs;
+    init.payload = node.delegate().payload;
+    init.compile_specs = &node.delegate().compile_specs;
     init.device = placed.device;
     init.device_runtime = rt_.devices().Find(placed.device);
-    init.written_args = node.written_args;
+    init.written_args = node.delegate().written_args;
     init.ops = &rt_.ops();
     for (size_t a = 0; a < node.args.size(); ++a) {
       const ValueDef& value = m_.values[node.args[a]];
@@ -598,7 +599,7 @@ absl::Status MethodLoader::InitBackends() {
     absl::StatusOr<std::unique_ptr<DelegateInstance>> instance = backends_[n]->Init(init);
     if (!instance.ok()) {
       return absl::Status(instance.status().code(),
-                          absl::StrCat(NodeContext(n), ": backend \"", node.backend,
+                          absl::StrCat(NodeContext(n), ": backend \"", node.delegate().backend,
                                        "\" init failed: ", instance.status().message()));
     }
     // Owned by the method from here, so that it is destroyed if a later check fails.
@@ -613,7 +614,9 @@ absl::Status MethodLoader::CheckSignature(size_t n, const DelegateInit& init,
                                           const DelegateSignature& signature) const {
   const NodeDef& node = m_.nodes[n];
   // The messages' subject, built only on error.
-  auto who = [&] { return absl::StrCat(NodeContext(n), ": delegate \"", node.backend, "\""); };
+  auto who = [&] {
+    return absl::StrCat(NodeContext(n), ": delegate \"", node.delegate().backend, "\"");
+  };
   // Tensor arguments, in call order.
   size_t k = 0;
   for (size_t a = 0; a < init.args.size(); ++a) {

@@ -71,11 +71,11 @@ std::vector<std::string> Runtime::RegisterPlanOnlyBackends(const Program& progra
     absl::StatusOr<const MethodDef*> method = program.method(name);
     if (!method.ok()) continue;
     for (const NodeDef& node : (*method)->nodes) {
-      if (node.kind != NodeKind::kDelegate || FindBackend(node.backend) != nullptr ||
-          std::find(missing.begin(), missing.end(), node.backend) != missing.end()) {
+      if (node.kind != NodeKind::kDelegate || FindBackend(node.delegate().backend) != nullptr ||
+          std::find(missing.begin(), missing.end(), node.delegate().backend) != missing.end()) {
         continue;
       }
-      missing.push_back(node.backend);
+      missing.push_back(node.delegate().backend);
     }
   }
   for (const std::string& name : missing) {

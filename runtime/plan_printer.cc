@@ -123,8 +123,9 @@ std::string FormatPlanText(const Method& method) {
   absl::StrAppend(&out, "nodes:\n");
   for (size_t n = 0; n < m.nodes.size(); ++n) {
     const NodeDef& node = m.nodes[n];
-    std::string what =
-        node.kind == NodeKind::kHostOp ? node.op : absl::StrCat("delegate:", node.backend);
+    std::string what = node.kind == NodeKind::kHostOp
+                           ? node.op
+                           : absl::StrCat("delegate:", node.delegate().backend);
     absl::StrAppendFormat(&out, "  %-3d %-20s %-20s on %s\n", n, node.name, what,
                           DeviceOf(plan, p.nodes[n].device));
   }
@@ -279,7 +280,8 @@ void AppendMethodDot(const Method& method, const std::string& prefix,
     std::string id = absl::StrCat(prefix, "n", s.index);
     absl::StrAppendFormat(
         body, "  %s [label=\"%d: %s\\n%s\", shape=box, style=filled, fillcolor=\"%s\"];\n", id,
-        s.index, Escape(node.name), node.kind == NodeKind::kHostOp ? node.op : node.backend,
+        s.index, Escape(node.name),
+        node.kind == NodeKind::kHostOp ? node.op : node.delegate().backend,
         devices.ColorOf(placed.device));
     for (int32_t b : placed.arg_buffers) {
       if (b >= 0 && !writer[b].empty()) {

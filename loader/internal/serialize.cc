@@ -29,11 +29,12 @@ size_t SizeBound(absl::Span<const MethodDef* const> methods) {
                8 * v.scalar.list.size() + v.data.size() + kSegmentAlignment;
     }
     for (const NodeDef& n : m->nodes) {
-      bound += 2 * kPerObject + n.name.size() + n.op.size() + n.backend.size() +
-               4 * (n.args.size() + n.results.size() + n.written_args.size()) + n.payload.size() +
-               kSegmentAlignment;
-      for (const auto& [k, v] : n.compile_specs) bound += kPerObject + k.size() + v.size();
-      for (const auto& d : n.arg_dim_orders) bound += kPerObject + 4 * d.size();
+      bound += 2 * kPerObject + n.name.size() + n.op.size() + n.delegate().backend.size() +
+               4 * (n.args.size() + n.results.size() + n.delegate().written_args.size()) +
+               n.delegate().payload.size() + kSegmentAlignment;
+      for (const auto& [k, v] : n.delegate().compile_specs)
+        bound += kPerObject + k.size() + v.size();
+      for (const auto& d : n.delegate().arg_dim_orders) bound += kPerObject + 4 * d.size();
     }
   }
   return bound;
@@ -95,19 +96,19 @@ Offset<fbs::Method> WriteMethod(FlatBufferBuilder& fbb, const MethodDef& m,
       continue;
     }
     std::vector<Offset<fbs::CompileSpec>> specs;
-    for (const auto& [key, value] : node.compile_specs) {
+    for (const auto& [key, value] : node.delegate().compile_specs) {
       specs.push_back(fbs::CreateCompileSpec(fbb, fbb.CreateString(key), fbb.CreateString(value)));
     }
     std::vector<Offset<fbs::DimOrder>> orders;
-    for (const std::vector<int32_t>& dims : node.arg_dim_orders) {
+    for (const std::vector<int32_t>& dims : node.delegate().arg_dim_orders) {
       orders.push_back(fbs::CreateDimOrder(fbb, dims.empty() ? 0 : fbb.CreateVector(dims)));
     }
-    auto backend = fbb.CreateString(node.backend);
-    auto payload = AlignedBytes(fbb, node.payload);
+    auto backend = fbb.CreateString(node.delegate().backend);
+    auto payload = AlignedBytes(fbb, node.delegate().payload);
     auto call = fbs::CreateDelegateCall(
         fbb, backend, specs.empty() ? 0 : fbb.CreateVector(specs), payload,
         orders.empty() ? 0 : fbb.CreateVector(orders),
-        node.written_args.empty() ? 0 : fbb.CreateVector(node.written_args));
+        node.delegate().written_args.empty() ? 0 : fbb.CreateVector(node.delegate().written_args));
     nodes.push_back(
         fbs::CreateNode(fbb, name, fbs::NodeOp::DelegateCall, call.Union(), args, results));
   }

@@ -512,8 +512,9 @@ class MethodVerifier {
   }
 
   // A delegate node's own fields, from a call its checks have passed.
-  static void BuildDelegate(NodeDef& out, const fbs::DelegateCall& call) {
-    out.kind = NodeKind::kDelegate;
+  static void BuildDelegate(NodeDef& node, const fbs::DelegateCall& call) {
+    node.kind = NodeKind::kDelegate;
+    DelegateDef& out = node.mutable_delegate();
     out.backend = std::string(View(call.backend()));
     if (call.compile_specs() != nullptr) {
       for (const fbs::CompileSpec* spec : *call.compile_specs()) {

@@ -63,7 +63,8 @@ size_t LoadTableBytes(const MethodDef& m) {
   size_t entries = 0, payload = 0;
   for (const NodeDef& node : m.nodes) {
     entries += node.args.size() + node.results.size();
-    if (node.kind == NodeKind::kDelegate) payload += node.payload.size();  // host ops have none
+    if (node.kind == NodeKind::kDelegate)
+      payload += node.delegate().payload.size();  // host ops have none
   }
   return LoadTableBytes(m.values.size(), m.nodes.size(), entries, payload);
 }

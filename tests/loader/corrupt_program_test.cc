@@ -62,7 +62,7 @@ size_t Touch(const Program& program) {
       sum += v.name.size() + v.meta.sizes.size();
     }
     for (const NodeDef& n : (*m)->nodes) {
-      for (uint8_t b : n.payload) sum += b;
+      for (uint8_t b : n.delegate().payload) sum += b;
       for (ValueId id : n.args) sum += (*m)->values.at(id).name.size();
       for (ValueId id : n.results) sum += (*m)->values.at(id).name.size();
     }

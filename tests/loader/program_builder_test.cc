@@ -339,19 +339,19 @@ TEST_F(ProgramBuilderTest, DelegateKeepsSpecsPayloadLayoutsAndWrittenArgs) {
   const NodeDef& node = def->nodes[0];
   EXPECT_EQ(node.kind, NodeKind::kDelegate);
   EXPECT_EQ(node.name, "attn");
-  EXPECT_EQ(node.backend, "vendor");
-  EXPECT_THAT(node.compile_specs,
+  EXPECT_EQ(node.delegate().backend, "vendor");
+  EXPECT_THAT(node.delegate().compile_specs,
               ElementsAre(Pair("target_device", "cuda:1"), Pair("precision", "fp16")));
   EXPECT_EQ(node.CompileSpec("target_device"), "cuda:1");
   EXPECT_EQ(node.CompileSpec("absent"), std::nullopt);
-  EXPECT_THAT(node.payload, ElementsAre(9, 8, 7, 6));
-  EXPECT_TRUE(Aligned64(node.payload.data()));
+  EXPECT_THAT(node.delegate().payload, ElementsAre(9, 8, 7, 6));
+  EXPECT_TRUE(Aligned64(node.delegate().payload.data()));
   EXPECT_THAT(node.args, ElementsAre(a, s, k));
   EXPECT_THAT(node.results, ElementsAre(r[0], r[1]));
-  ASSERT_EQ(node.arg_dim_orders.size(), 3u);
-  EXPECT_THAT(node.arg_dim_orders[0], IsEmpty());
-  EXPECT_THAT(node.arg_dim_orders[1], ElementsAre(1, 0));
-  EXPECT_THAT(node.written_args, ElementsAre(1));
+  ASSERT_EQ(node.delegate().arg_dim_orders.size(), 3u);
+  EXPECT_THAT(node.delegate().arg_dim_orders[0], IsEmpty());
+  EXPECT_THAT(node.delegate().arg_dim_orders[1], ElementsAre(1, 0));
+  EXPECT_THAT(node.delegate().written_args, ElementsAre(1));
   EXPECT_EQ(def->values[r[1]].meta, (TensorMeta{DType::kInt64, {5}, {}}));
 }
 
@@ -362,9 +362,9 @@ TEST_F(ProgramBuilderTest, DelegateWithoutTargetHasNoTargetSpec) {
   m.Output(m.Delegate("vendor", std::nullopt, {}, {a}, {TensorMeta{DType::kFloat32, {2}, {}}})[0]);
   const MethodDef* def = Load(pb);
   ASSERT_NE(def, nullptr);
-  EXPECT_THAT(def->nodes[0].compile_specs, IsEmpty());
+  EXPECT_THAT(def->nodes[0].delegate().compile_specs, IsEmpty());
   EXPECT_EQ(def->nodes[0].name, "vendor");
-  EXPECT_TRUE(def->nodes[0].payload.empty());
+  EXPECT_TRUE(def->nodes[0].delegate().payload.empty());
 }
 
 TEST_F(ProgramBuilderTest, DelegateRejectsRepeatedSpecKey) {
@@ -410,14 +410,14 @@ TEST_F(ProgramBuilderTest, GraphDelegatePayloadIsAProgramWithMethodMain) {
   ASSERT_NE(def, nullptr);
   const NodeDef& node = def->nodes[0];
   EXPECT_EQ(node.kind, NodeKind::kDelegate);
-  EXPECT_EQ(node.backend, kGraphBackendName);
+  EXPECT_EQ(node.delegate().backend, kGraphBackendName);
   EXPECT_EQ(node.name, "graph");
   EXPECT_EQ(node.CompileSpec(kTargetDeviceSpec), "cuda:0");
   EXPECT_THAT(node.args, ElementsAre(a, w));
-  EXPECT_THAT(node.written_args, IsEmpty());
+  EXPECT_THAT(node.delegate().written_args, IsEmpty());
   EXPECT_EQ(def->values[r[0]].meta, (TensorMeta{DType::kFloat32, {2, 2}, {}}));
 
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> sub, Program::FromBytes(node.payload));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> sub, Program::FromBytes(node.delegate().payload));
   EXPECT_THAT(sub->method_names(), ElementsAre("main"));
   ASSERT_OK_AND_ASSIGN(const MethodDef* main, sub->method("main"));
   ASSERT_EQ(main->inputs.size(), 2u);
@@ -453,8 +453,9 @@ TEST_F(ProgramBuilderTest, GraphDelegatesOfOneBodyOnLikeArgumentsCarryOnePayload
   const MethodDef* def = Load(pb);
   ASSERT_NE(def, nullptr);
   ASSERT_EQ(def->nodes.size(), 3u);
-  const absl::Span<const uint8_t> p0 = def->nodes[0].payload, p1 = def->nodes[1].payload,
-                                  p2 = def->nodes[2].payload;
+  const absl::Span<const uint8_t> p0 = def->nodes[0].delegate().payload,
+                                  p1 = def->nodes[1].delegate().payload,
+                                  p2 = def->nodes[2].delegate().payload;
   EXPECT_TRUE(std::equal(p0.begin(), p0.end(), p1.begin(), p1.end()));
   EXPECT_FALSE(std::equal(p0.begin(), p0.end(), p2.begin(), p2.end()));
 }
@@ -497,7 +498,7 @@ TEST_F(ProgramBuilderTest, GraphDelegateDeclaresArgumentsItsSubgraphWrites) {
   m.Output(r[0]);
   const MethodDef* def = Load(pb);
   ASSERT_NE(def, nullptr);
-  EXPECT_THAT(def->nodes[0].written_args, ElementsAre(2, 3));
+  EXPECT_THAT(def->nodes[0].delegate().written_args, ElementsAre(2, 3));
 }
 
 TEST_F(ProgramBuilderTest, GraphDelegateMergesDeclaredWrittenArgs) {
@@ -516,7 +517,7 @@ TEST_F(ProgramBuilderTest, GraphDelegateMergesDeclaredWrittenArgs) {
   m.Output(r[0]);
   const MethodDef* def = Load(pb);
   ASSERT_NE(def, nullptr);
-  EXPECT_THAT(def->nodes[0].written_args, ElementsAre(0, 1));
+  EXPECT_THAT(def->nodes[0].delegate().written_args, ElementsAre(0, 1));
 }
 
 TEST_F(ProgramBuilderTest, GraphDelegateInputsTakeTheCompiledDimOrders) {
@@ -536,9 +537,9 @@ TEST_F(ProgramBuilderTest, GraphDelegateInputsTakeTheCompiledDimOrders) {
   const MethodDef* def = Load(pb);
   ASSERT_NE(def, nullptr);
   const NodeDef& node = def->nodes[0];
-  ASSERT_EQ(node.arg_dim_orders.size(), 2u);
-  EXPECT_THAT(node.arg_dim_orders[1], ElementsAre(1, 0));
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> sub, Program::FromBytes(node.payload));
+  ASSERT_EQ(node.delegate().arg_dim_orders.size(), 2u);
+  EXPECT_THAT(node.delegate().arg_dim_orders[1], ElementsAre(1, 0));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> sub, Program::FromBytes(node.delegate().payload));
   ASSERT_OK_AND_ASSIGN(const MethodDef* main, sub->method("main"));
   EXPECT_THAT(main->values[main->inputs[0]].meta.dim_order, IsEmpty());
   EXPECT_EQ(main->values[main->inputs[1]].meta, (TensorMeta{DType::kFloat32, {2, 3}, {1, 0}}));
@@ -558,7 +559,8 @@ TEST_F(ProgramBuilderTest, GraphDelegateBakesScalarArgumentsIntoTheSubgraph) {
   m.Output(r[0]);
   const MethodDef* def = Load(pb);
   ASSERT_NE(def, nullptr);
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> sub, Program::FromBytes(def->nodes[0].payload));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> sub,
+                       Program::FromBytes(def->nodes[0].delegate().payload));
   ASSERT_OK_AND_ASSIGN(const MethodDef* main, sub->method("main"));
   // Only tensors are inputs of "main"; the scalar is a value of the sub-graph.
   ASSERT_EQ(main->inputs.size(), 1u);

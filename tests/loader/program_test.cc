@@ -49,9 +49,11 @@ using ::testing::StartsWith;
     const NodeDef& a = x.nodes[n];
     const NodeDef& b = y.nodes[n];
     if (a.name != b.name || a.kind != b.kind || a.args != b.args || a.results != b.results ||
-        a.op != b.op || a.backend != b.backend || a.compile_specs != b.compile_specs ||
-        bytes(a.payload) != bytes(b.payload) || a.arg_dim_orders != b.arg_dim_orders ||
-        a.written_args != b.written_args) {
+        a.op != b.op || a.delegate().backend != b.delegate().backend ||
+        a.delegate().compile_specs != b.delegate().compile_specs ||
+        bytes(a.delegate().payload) != bytes(b.delegate().payload) ||
+        a.delegate().arg_dim_orders != b.delegate().arg_dim_orders ||
+        a.delegate().written_args != b.delegate().written_args) {
       return ::testing::AssertionFailure() << "node " << n << " differs";
     }
   }
@@ -304,10 +306,10 @@ TEST_F(ProgramTest, HandWrittenJsonLoads) {
   EXPECT_EQ(m->nodes[1].name, "dev");
   EXPECT_EQ(m->nodes[1].kind, NodeKind::kDelegate);
   EXPECT_EQ(m->nodes[1].CompileSpec("target_device"), "sim:1");
-  EXPECT_THAT(m->nodes[1].payload, ElementsAre(1, 2, 3));
-  ASSERT_EQ(m->nodes[1].arg_dim_orders.size(), 1u);
-  EXPECT_THAT(m->nodes[1].arg_dim_orders[0], ElementsAre(1, 0));
-  EXPECT_THAT(m->nodes[1].written_args, ElementsAre(0));
+  EXPECT_THAT(m->nodes[1].delegate().payload, ElementsAre(1, 2, 3));
+  ASSERT_EQ(m->nodes[1].delegate().arg_dim_orders.size(), 1u);
+  EXPECT_THAT(m->nodes[1].delegate().arg_dim_orders[0], ElementsAre(1, 0));
+  EXPECT_THAT(m->nodes[1].delegate().written_args, ElementsAre(0));
   EXPECT_THAT(m->outputs, ElementsAre(4, 1));
 }
 

@@ -119,7 +119,7 @@ TEST(ExecuTorchDelegateTest, ADelegateCallBecomesADelegateNodeWithDerivedResults
   ASSERT_EQ(m->nodes.size(), 2u);
   const NodeDef& node = m->nodes[0];
   EXPECT_EQ(node.kind, NodeKind::kDelegate);
-  EXPECT_EQ(node.backend, kBackendId);
+  EXPECT_EQ(node.delegate().backend, kBackendId);
   EXPECT_THAT(node.name, HasSubstr("instruction 0"));
   EXPECT_EQ(node.CompileSpec("target_device"), "cuda:0");
   EXPECT_EQ(node.CompileSpec("note"), "kept as given");
@@ -137,8 +137,10 @@ TEST(ExecuTorchDelegateTest, ADelegateCallBecomesADelegateNodeWithDerivedResults
   EXPECT_THAT(m->nodes[1].args, AllOf(::testing::Contains(node.results[0]),
                                       ::testing::Contains(node.results[1])));
   // The payload is the sub-program's bytes, held by the program (not the file's buffer).
-  EXPECT_EQ(std::vector<uint8_t>(node.payload.begin(), node.payload.end()), storage.payload);
-  EXPECT_TRUE(node.payload.data() < file.data() || node.payload.data() >= file.data() + file.size());
+  EXPECT_EQ(std::vector<uint8_t>(node.delegate().payload.begin(), node.delegate().payload.end()),
+            storage.payload);
+  EXPECT_TRUE(node.delegate().payload.data() < file.data() ||
+              node.delegate().payload.data() >= file.data() + file.size());
 }
 
 TEST(ExecuTorchDelegateTest, IntArgumentsArePassedAsScalars) {
@@ -363,8 +365,10 @@ TEST(ExecuTorchImportCopiesTest, ConstantsAndPayloadsTheFileSharesAreCopiedOnce)
   const ValueDef& c1 = m.values[m.nodes[1].args[1]];
   EXPECT_EQ(c0.data.data(), c1.data.data());
   EXPECT_EQ(std::vector<uint8_t>(c1.data.begin(), c1.data.end()), bytes);
-  EXPECT_EQ(m.nodes[0].payload.data(), m.nodes[1].payload.data());
-  EXPECT_EQ(std::vector<uint8_t>(m.nodes[1].payload.begin(), m.nodes[1].payload.end()), payload);
+  EXPECT_EQ(m.nodes[0].delegate().payload.data(), m.nodes[1].delegate().payload.data());
+  EXPECT_EQ(std::vector<uint8_t>(m.nodes[1].delegate().payload.begin(),
+                                 m.nodes[1].delegate().payload.end()),
+            payload);
   // One 64-byte slot for the constant, 1,024 bytes for the payload.
   EXPECT_EQ(imported.constant_bytes, 64u + 1024u);
   // Constants that overlap only in part are separate copies, each with its own bytes.

@@ -403,11 +403,11 @@ TEST(ExecuTorchProgramTest, XnnpackDelegateIsPlannedAndRefusedWithoutItsBackend)
   ASSERT_EQ(m->nodes.size(), 1u);
   const NodeDef& node = m->nodes[0];
   EXPECT_EQ(node.kind, NodeKind::kDelegate);
-  EXPECT_EQ(node.backend, "XnnpackBackend");
+  EXPECT_EQ(node.delegate().backend, "XnnpackBackend");
   EXPECT_FALSE(node.CompileSpec(kTargetDeviceSpec).has_value());
   EXPECT_THAT(node.args, ElementsAre(m->inputs[0], m->inputs[1]));
   EXPECT_THAT(node.results, ElementsAre(m->outputs[0]));
-  EXPECT_FALSE(node.payload.empty());
+  EXPECT_FALSE(node.delegate().payload.empty());
   const std::string refusal =
       "method \"forward\", node 0 (XnnpackBackend (instruction 0)): no backend named "
       "\"XnnpackBackend\" is registered";

@@ -83,9 +83,10 @@ class GraphSketch {
                                 std::vector<std::vector<int32_t>> arg_dim_orders = {}) {
     NodeDef node;
     node.kind = NodeKind::kDelegate;
-    node.backend = "graph";
+    node.mutable_delegate().backend = "graph";
     node.name = name;
-    if (target.has_value()) node.compile_specs.emplace_back("target_device", *target);
+    if (target.has_value())
+      node.mutable_delegate().compile_specs.emplace_back("target_device", *target);
     std::vector<ValueId> results;
     for (int i = 0; i < num_results; ++i) {
       results.push_back(Add(num_results == 1 ? name : name + std::to_string(i),
@@ -93,8 +94,8 @@ class GraphSketch {
     }
     node.args.assign(args.begin(), args.end());
     node.results.assign(results.begin(), results.end());
-    node.written_args = written;
-    node.arg_dim_orders = std::move(arg_dim_orders);
+    node.mutable_delegate().written_args = written;
+    node.mutable_delegate().arg_dim_orders = std::move(arg_dim_orders);
     method_.nodes.push_back(std::move(node));
     NodeEffects e;
     e.written_args = std::move(written);
