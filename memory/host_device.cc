@@ -1,9 +1,11 @@
 #include "ferry/memory/host_device.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_type.h"
 #include "ferry/memory/status_macros.h"
@@ -23,7 +26,7 @@ namespace internal {
 
 namespace {
 
-// The first number in the file at `path` ("max" and unreadable files: nullopt-like SIZE_MAX).
+// The first number in the file at `path` ("max" and unreadable files: SIZE_MAX).
 size_t ReadNumber(const char* path) {
   FILE* f = std::fopen(path, "r");
   if (f == nullptr) return std::numeric_limits<size_t>::max();
@@ -31,6 +34,45 @@ size_t ReadNumber(const char* path) {
   const bool ok = std::fscanf(f, "%llu", &value) == 1;
   std::fclose(f);
   return ok ? static_cast<size_t>(value) : std::numeric_limits<size_t>::max();
+}
+
+// MemAvailable in the text of /proc/meminfo, in bytes; SIZE_MAX when it is not there.
+size_t ParseMemAvailable(const char* text) {
+  constexpr absl::string_view kField = "MemAvailable:";
+  const char* line = std::strstr(text, kField.data());
+  if (line == nullptr) return std::numeric_limits<size_t>::max();
+  char* end = nullptr;
+  const unsigned long long kib = std::strtoull(line + kField.size(), &end, 10);
+  return end == line + kField.size() ? std::numeric_limits<size_t>::max()
+                                     : static_cast<size_t>(kib) * 1024;
+}
+
+// MemAvailable from /proc/meminfo, SIZE_MAX when it cannot be read. The file is opened once per
+// process and read from its start with pread (any thread may), which halves the cost of a query;
+// should the descriptor stop reading as /proc/meminfo (a process that closes descriptors it did
+// not open), the file is opened afresh for that query.
+size_t MemAvailable() {
+  static const int fd = ::open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+  char buf[8192];
+  if (fd >= 0) {
+    ssize_t n;
+    do {
+      n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      buf[n] = '\0';
+      if (size_t available = ParseMemAvailable(buf);
+          available != std::numeric_limits<size_t>::max()) {
+        return available;
+      }
+    }
+  }
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return std::numeric_limits<size_t>::max();
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  return ParseMemAvailable(buf);
 }
 
 std::atomic<size_t> host_available_queries{0};
@@ -48,24 +90,16 @@ size_t HostAvailableBytesFor(size_t need) {
 
 size_t HostAvailableBytes() {
   host_available_queries.fetch_add(1, std::memory_order_relaxed);
-  size_t available = std::numeric_limits<size_t>::max();
-  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
-    char line[256];
-    unsigned long long kib = 0;
-    while (std::fgets(line, sizeof(line), f) != nullptr) {
-      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
-        available = static_cast<size_t>(kib) * 1024;
-        break;
-      }
-    }
-    std::fclose(f);
-  }
+  size_t available = MemAvailable();
   if (available == std::numeric_limits<size_t>::max()) {
     const long pages = sysconf(_SC_AVPHYS_PAGES);
     const long page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0) available = static_cast<size_t>(pages) * static_cast<size_t>(page);
   }
-  // A container's memory limit (cgroup v2) binds before the machine's memory does.
+  // A container's memory limit (cgroup v2) binds before the machine's memory does. Outside one
+  // the files are absent for the process's life: looked for once.
+  static const bool has_cgroup_limit = ::access("/sys/fs/cgroup/memory.max", R_OK) == 0;
+  if (!has_cgroup_limit) return available;
   const size_t limit = ReadNumber("/sys/fs/cgroup/memory.max");
   const size_t used = ReadNumber("/sys/fs/cgroup/memory.current");
   if (limit != std::numeric_limits<size_t>::max() && used != std::numeric_limits<size_t>::max()) {

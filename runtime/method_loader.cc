@@ -195,7 +195,8 @@ class MethodLoader {
   // memory and LoadOptions::table_memory_limit_bytes: before any table is built, for the tables
   // per value and per node (`list_entries` and `payload_bytes` 0), and again once ResolveOps has
   // counted the argument lists and payloads, before the tables that grow with them.
-  absl::Status CheckTableMemory(size_t list_entries, size_t payload_bytes) const;
+  absl::Status CheckTableMemory(size_t list_entries, size_t payload_bytes);
+  std::optional<size_t> host_available_for_tables_;  // asked by the first check that needs it
   // 1. Ops and backends by name, and the layout of every value in an all-host run (shape
   // inference checks every host op's declared results).
   absl::Status ResolveOps();
@@ -313,10 +314,15 @@ class MethodLoader {
   std::vector<std::pair<int32_t, std::shared_ptr<SharedState>>> states_made_;
 };
 
-absl::Status MethodLoader::CheckTableMemory(size_t list_entries, size_t payload_bytes) const {
+absl::Status MethodLoader::CheckTableMemory(size_t list_entries, size_t payload_bytes) {
   const size_t need =
       LoadTableBytes(m_.values.size(), m_.nodes.size(), list_entries, payload_bytes);
-  const size_t available = HostAvailableBytesFor(need);
+  // Both checks of a load ask the host once (a query reads /proc/meminfo).
+  if (need >= kHostMemoryQueryFloorBytes && !host_available_for_tables_.has_value()) {
+    host_available_for_tables_ = HostAvailableBytes();
+  }
+  const size_t available =
+      need >= kHostMemoryQueryFloorBytes ? *host_available_for_tables_ : SIZE_MAX;
   const size_t limit = options_.table_memory_limit_bytes;
   if (need <= limit && need <= available) return absl::OkStatus();
   const std::string over =
@@ -896,7 +902,10 @@ absl::Status MethodLoader::CheckBudgets() {
       host_memory_need = SaturatingAdd(host_memory_need, need);
     }
   }
-  const size_t available = rt_.devices().Find(Device::Host())->available_bytes();
+  // The host's entry (the first) asked the host already.
+  const size_t available = !memory_.empty() && memory_.front().device.is_host()
+                               ? impl_.plan_.arenas.front().available_bytes
+                               : rt_.devices().Find(Device::Host())->available_bytes();
   if (host_memory_need > available) {
     return BudgetError(memory_.front(), host_memory_need, available, "the host has available",
                        true);
