@@ -1,8 +1,14 @@
 #include "ferry/memory/host_device.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -15,6 +21,60 @@ namespace {
 using ::ferry::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+
+// MemAvailable of /proc/meminfo in bytes, read here independently; 0 when it cannot be.
+size_t MemAvailableNow() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) return kib * 1024;
+  }
+  return 0;
+}
+
+// Within a quarter of `expected` either way (other processes change it between the readings).
+::testing::AssertionResult Near(size_t actual, size_t expected) {
+  if (actual >= expected / 4 * 3 && actual <= expected / 4 * 5) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << actual << " is not within 25% of " << expected;
+}
+
+TEST(HostAvailableBytes, ReportsMemAvailableOnEveryQuery) {
+  const size_t expected = MemAvailableNow();
+  if (expected == 0) GTEST_SKIP() << "no MemAvailable in /proc/meminfo here";
+  if (::access("/sys/fs/cgroup/memory.max", R_OK) == 0) {
+    GTEST_SKIP() << "a cgroup memory limit may bind before MemAvailable here";
+  }
+  // Repeated queries read the file from its start each time.
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(Near(internal::HostAvailableBytes(), expected)) << i;
+}
+
+TEST(HostAvailableBytes, SurvivesItsDescriptorBeingReplaced) {
+  const size_t expected = MemAvailableNow();
+  if (expected == 0) GTEST_SKIP() << "no MemAvailable in /proc/meminfo here";
+  if (::access("/sys/fs/cgroup/memory.max", R_OK) == 0) {
+    GTEST_SKIP() << "a cgroup memory limit may bind before MemAvailable here";
+  }
+  ASSERT_TRUE(Near(internal::HostAvailableBytes(), expected));  // opens /proc/meminfo
+  // A process that closes descriptors it did not open and reuses the numbers: the query's
+  // descriptor now reads other text.
+  int replaced = 0;
+  for (int fd = 3; fd < 1024; ++fd) {
+    char target[256] = {};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+    if (n <= 0 || std::string(target, n) != "/proc/meminfo") continue;
+    const int other = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(other, 0);
+    ASSERT_EQ(::dup2(other, fd), fd);
+    ::close(other);
+    ++replaced;
+  }
+  ASSERT_GT(replaced, 0) << "the query keeps no descriptor of /proc/meminfo";
+  EXPECT_TRUE(Near(internal::HostAvailableBytes(), MemAvailableNow()));
+}
 
 TEST(HostDeviceTest, AllocatesAlignedMemoryItOwns) {
   HostDevice host;
