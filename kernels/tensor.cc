@@ -105,9 +105,16 @@ std::optional<size_t> TensorMeta::ByteSize() const {
 
 TensorRef TensorMeta::ToRef(void* data) const {
   TensorRef t;
+  FillRef(t, data);
+  return t;
+}
+
+void TensorMeta::FillRef(TensorRef& t, void* data) const {
   t.data = data;
   t.dtype = dtype;
   t.rank = static_cast<int32_t>(std::min<size_t>(sizes.size(), kMaxRank));
+  t.sizes = {};
+  t.strides = {};
   for (int i = 0; i < t.rank; ++i) t.sizes[i] = sizes[i];
   // Dense strides in dim order, innermost last (DenseStrides without its allocations).
   const bool row_major = dim_order.size() != sizes.size();
@@ -117,7 +124,6 @@ TensorRef TensorMeta::ToRef(void* data) const {
     if (d < t.rank) t.strides[d] = stride;
     if (i > 0) stride = SaturatingStride(stride, sizes[d]);
   }
-  return t;
 }
 
 std::string TensorMeta::ToString() const {

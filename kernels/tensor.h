@@ -95,6 +95,9 @@ struct TensorMeta {
   std::optional<size_t> ByteSize() const;
   // A TensorRef with this metadata, dense in dim_order, pointing at `data`.
   TensorRef ToRef(void* data = nullptr) const;
+  // The same written into `out` (every field; sizes and strides past the rank zero): a table of
+  // TensorRefs is filled in place, with no copy of a temporary.
+  void FillRef(TensorRef& out, void* data = nullptr) const;
   // "float32[2, 2]" (plus " dim_order (1, 0)" when not row-major).
   std::string ToString() const;
 

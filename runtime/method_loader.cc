@@ -533,11 +533,11 @@ absl::Status MethodLoader::ResolveLayouts() {
       impl_.alias_offset_[b] =
           view_offset_[buf.value] * static_cast<int64_t>(natural_[buf.value].element_size());
     } else if (buf.dim_order.empty() && m_.values[buf.value].meta.dim_order.empty()) {
-      impl_.refs_.push_back(m_.values[buf.value].meta.ToRef());
+      m_.values[buf.value].meta.FillRef(impl_.refs_.emplace_back());
     } else {
       TensorMeta meta = m_.values[buf.value].meta;
       meta.dim_order = buf.dim_order;
-      impl_.refs_.push_back(meta.ToRef());
+      meta.FillRef(impl_.refs_.emplace_back());
     }
   }
   // Delegates are the only nodes off the host.
