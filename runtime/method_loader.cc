@@ -577,17 +577,21 @@ absl::Status MethodLoader::ResolveLayouts() {
 absl::Status MethodLoader::InitBackends() {
   const size_t nn = m_.nodes.size();
   instance_of_node_.assign(nn, -1);
+  DelegateInit init;  // reused: its lists keep their memory from one delegate to the next
   for (size_t n = 0; n < nn; ++n) {
     if (backends_[n] == nullptr) continue;
     const NodeDef& node = m_.nodes[n];
     const NodePlacement& placed = plan().nodes[n];
-    DelegateInit init;
+    init.args.clear();
+    init.scalar_args.clear();
+    init.results.clear();
     init.node_name = node.name;
     init.payload = node.delegate().payload;
     init.compile_specs = &node.delegate().compile_specs;
     init.device = placed.device;
     init.device_runtime = rt_.devices().Find(placed.device);
-    init.written_args = node.delegate().written_args;
+    init.written_args.assign(node.delegate().written_args.begin(),
+                             node.delegate().written_args.end());
     init.ops = &rt_.ops();
     for (size_t a = 0; a < node.args.size(); ++a) {
       const ValueDef& value = m_.values[node.args[a]];
