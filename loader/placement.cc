@@ -305,10 +305,6 @@ class Placer {
     return absl::OkStatus();
   }
 
-  static bool HasEffects(const NodeEffects& e) {
-    return !e.written_args.empty() || !e.shape_only_args.empty() || !e.view_of.empty();
-  }
-
   // Node n's effects: none unless WalkNodes found an entry with some.
   const NodeEffects& EffectsOf(int32_t n) const {
     static const NodeEffects kNone;
@@ -378,7 +374,7 @@ class Placer {
       if (next_effects < in_.effects.size() && in_.effects[next_effects].first == n) {
         const NodeEffects& e = in_.effects[next_effects++].second;
         FERRY_RETURN_IF_ERROR(CheckEffects(n, e));
-        has_effects_[n] = HasEffects(e);
+        has_effects_[n] = !e.empty();
         for (size_t r = 0; r < e.view_of.size(); ++r) {
           if (e.view_of[r] >= 0) group_[node.results[r]] = group_[node.args[e.view_of[r]]];
         }

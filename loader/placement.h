@@ -58,6 +58,9 @@ struct NodeEffects {
   std::vector<int32_t> written_args;     // argument positions written in place
   std::vector<int32_t> view_of;          // per result: argument position it aliases, or -1
   std::vector<int32_t> shape_only_args;  // argument positions read only for their shape
+
+  // No effects at all (most nodes).
+  bool empty() const { return written_args.empty() && view_of.empty() && shape_only_args.empty(); }
 };
 
 // The layout a value has in an all-host run: dense in `dim_order`, or strided (a view).

@@ -376,6 +376,7 @@ absl::Status MethodLoader::ResolveOps() {
   const OpSchema* last_schema = nullptr;
   for (size_t n = 0; n < nn; ++n) {
     const NodeDef& node = m_.nodes[n];
+    list_entries_ += node.args.size() + node.results.size();
     NodeEffects effects;  // most nodes have none
     if (node.kind == NodeKind::kHostOp) {
       const OpSchema* schema =
@@ -447,16 +448,12 @@ absl::Status MethodLoader::ResolveOps() {
             "before loading"));
       }
       backends_[n] = backend;
-      list_entries_ += node.args.size() + node.results.size();
       payload_bytes_ += node.delegate().payload.size();
       for (ValueId r : node.results) set_natural_from_meta(r);
       effects.written_args.assign(node.delegate().written_args.begin(),
                                   node.delegate().written_args.end());
     }
-    if (!effects.written_args.empty() || !effects.shape_only_args.empty() ||
-        !effects.view_of.empty()) {
-      pin_.effects.emplace_back(static_cast<int32_t>(n), std::move(effects));
-    }
+    if (!effects.empty()) pin_.effects.emplace_back(static_cast<int32_t>(n), std::move(effects));
   }
   for (size_t v = 0; v < nv; ++v) {
     if (natural_set_[v]) continue;
@@ -465,7 +462,6 @@ absl::Status MethodLoader::ResolveOps() {
       set_natural_from_meta(static_cast<ValueId>(v));
     }
   }
-  list_entries_ += host_args_ + host_results_;
   auto by_value = [](const auto& a, const auto& b) { return a.first < b.first; };
   if (!std::is_sorted(pin_.layouts.begin(), pin_.layouts.end(), by_value)) {
     std::sort(pin_.layouts.begin(), pin_.layouts.end(), by_value);

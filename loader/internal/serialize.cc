@@ -29,12 +29,12 @@ size_t SizeBound(absl::Span<const MethodDef* const> methods) {
                8 * v.scalar.list.size() + v.data.size() + kSegmentAlignment;
     }
     for (const NodeDef& n : m->nodes) {
-      bound += 2 * kPerObject + n.name.size() + n.op.size() + n.delegate().backend.size() +
-               4 * (n.args.size() + n.results.size() + n.delegate().written_args.size()) +
-               n.delegate().payload.size() + kSegmentAlignment;
-      for (const auto& [k, v] : n.delegate().compile_specs)
-        bound += kPerObject + k.size() + v.size();
-      for (const auto& d : n.delegate().arg_dim_orders) bound += kPerObject + 4 * d.size();
+      const DelegateDef& call = n.delegate();  // empty for a host op
+      bound += 2 * kPerObject + n.name.size() + n.op.size() + call.backend.size() +
+               4 * (n.args.size() + n.results.size() + call.written_args.size()) +
+               call.payload.size() + kSegmentAlignment;
+      for (const auto& [k, v] : call.compile_specs) bound += kPerObject + k.size() + v.size();
+      for (const auto& d : call.arg_dim_orders) bound += kPerObject + 4 * d.size();
     }
   }
   return bound;
@@ -95,20 +95,21 @@ Offset<fbs::Method> WriteMethod(FlatBufferBuilder& fbb, const MethodDef& m,
       nodes.push_back(fbs::CreateNode(fbb, name, fbs::NodeOp::HostOp, op.Union(), args, results));
       continue;
     }
+    const DelegateDef& delegate = node.delegate();
     std::vector<Offset<fbs::CompileSpec>> specs;
-    for (const auto& [key, value] : node.delegate().compile_specs) {
+    for (const auto& [key, value] : delegate.compile_specs) {
       specs.push_back(fbs::CreateCompileSpec(fbb, fbb.CreateString(key), fbb.CreateString(value)));
     }
     std::vector<Offset<fbs::DimOrder>> orders;
-    for (const std::vector<int32_t>& dims : node.delegate().arg_dim_orders) {
+    for (const std::vector<int32_t>& dims : delegate.arg_dim_orders) {
       orders.push_back(fbs::CreateDimOrder(fbb, dims.empty() ? 0 : fbb.CreateVector(dims)));
     }
-    auto backend = fbb.CreateString(node.delegate().backend);
-    auto payload = AlignedBytes(fbb, node.delegate().payload);
+    auto backend = fbb.CreateString(delegate.backend);
+    auto payload = AlignedBytes(fbb, delegate.payload);
     auto call = fbs::CreateDelegateCall(
         fbb, backend, specs.empty() ? 0 : fbb.CreateVector(specs), payload,
         orders.empty() ? 0 : fbb.CreateVector(orders),
-        node.delegate().written_args.empty() ? 0 : fbb.CreateVector(node.delegate().written_args));
+        delegate.written_args.empty() ? 0 : fbb.CreateVector(delegate.written_args));
     nodes.push_back(
         fbs::CreateNode(fbb, name, fbs::NodeOp::DelegateCall, call.Union(), args, results));
   }

@@ -63,8 +63,7 @@ size_t LoadTableBytes(const MethodDef& m) {
   size_t entries = 0, payload = 0;
   for (const NodeDef& node : m.nodes) {
     entries += node.args.size() + node.results.size();
-    if (node.kind == NodeKind::kDelegate)
-      payload += node.delegate().payload.size();  // host ops have none
+    payload += node.delegate().payload.size();  // a host op's is empty
   }
   return LoadTableBytes(m.values.size(), m.nodes.size(), entries, payload);
 }

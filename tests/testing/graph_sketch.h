@@ -83,10 +83,10 @@ class GraphSketch {
                                 std::vector<std::vector<int32_t>> arg_dim_orders = {}) {
     NodeDef node;
     node.kind = NodeKind::kDelegate;
-    node.mutable_delegate().backend = "graph";
+    DelegateDef& call = node.mutable_delegate();
+    call.backend = "graph";
     node.name = name;
-    if (target.has_value())
-      node.mutable_delegate().compile_specs.emplace_back("target_device", *target);
+    if (target.has_value()) call.compile_specs.emplace_back("target_device", *target);
     std::vector<ValueId> results;
     for (int i = 0; i < num_results; ++i) {
       results.push_back(Add(num_results == 1 ? name : name + std::to_string(i),
@@ -94,8 +94,8 @@ class GraphSketch {
     }
     node.args.assign(args.begin(), args.end());
     node.results.assign(results.begin(), results.end());
-    node.mutable_delegate().written_args = written;
-    node.mutable_delegate().arg_dim_orders = std::move(arg_dim_orders);
+    call.written_args = written;
+    call.arg_dim_orders = std::move(arg_dim_orders);
     method_.nodes.push_back(std::move(node));
     NodeEffects e;
     e.written_args = std::move(written);
@@ -115,10 +115,7 @@ class GraphSketch {
     PlacementInput in;
     in.method = &method_;
     for (size_t n = 0; n < effects_.size(); ++n) {
-      const NodeEffects& e = effects_[n];
-      if (!e.written_args.empty() || !e.shape_only_args.empty() || !e.view_of.empty()) {
-        in.effects.emplace_back(static_cast<int32_t>(n), e);
-      }
+      if (!effects_[n].empty()) in.effects.emplace_back(static_cast<int32_t>(n), effects_[n]);
     }
     for (size_t v = 0; v < method_.values.size(); ++v) {
       const ValueId id = static_cast<ValueId>(v);
