@@ -9,11 +9,13 @@
 //   float sum = loops.exp_sum(out, x, m, n);
 //   loops.mul_scalar(out, out, 1.0f / sum, n);
 //
-// The elementwise loops and exp give the same bits at every level: the same IEEE operations per
-// element, no contraction. The reductions (max aside) sum in as many lanes as the level's
+// The elementwise loops give the same bits at every level: the same IEEE operations per element,
+// no contraction. exp fuses its multiply-adds where the level has them (AVX2 and AVX-512, which
+// agree bit for bit) and rounds each twice at the baseline; every level is within 2 ulp. The
+// reductions (max aside) sum in as many lanes as the level's
 // registers hold, then across the lanes, so they round differently per level and from a
-// sequential loop: float sums by a few ulp per element, double sums by double rounding. `out` may be `x`
-// (or `y`) exactly, for in-place forms; no other overlap. Nothing here allocates.
+// sequential loop: float sums by a few ulp per element, double sums by double rounding. `out` may
+// be `x` (or `y`) exactly, for in-place forms; no other overlap. Nothing here allocates.
 //
 // Thread safety: Loops() and ActiveSimdLevel() may run anywhere; ForceSimdLevel is for tests and
 // benchmarks, called while no kernel runs.
