@@ -29,8 +29,6 @@
 #include <cstdint>
 #include <memory>
 #include <new>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace ferry {
@@ -97,46 +95,6 @@ class LargeTableAllocator {
 // A vector whose storage is a LargeTableAllocator's.
 template <typename T>
 using LargeTable = std::vector<T, LargeTableAllocator<T>>;
-
-// A table of `size` entries on a LargeTableAllocator's storage whose entries are made one at a
-// time (Set), in any order, with no fill first: for a large method's per-value tables whose
-// entries are each set before they are read, where a fill would write the whole table once more.
-// Reading an entry that was never set is the caller's error. Move-only.
-template <typename T>
-class UnfilledTable {
-  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
-
- public:
-  UnfilledTable() = default;
-  explicit UnfilledTable(size_t size)
-      : data_(size == 0 ? nullptr : LargeTableAllocator<T>().allocate(size)), size_(size) {}
-  UnfilledTable(UnfilledTable&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  UnfilledTable& operator=(UnfilledTable&& other) noexcept {
-    if (this != &other) {
-      Release();
-      data_ = std::exchange(other.data_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-    }
-    return *this;
-  }
-  ~UnfilledTable() { Release(); }
-
-  size_t size() const { return size_; }
-  T& Set(size_t i, const T& value) { return *std::construct_at(data_ + i, value); }
-  T& operator[](size_t i) { return data_[i]; }
-  const T& operator[](size_t i) const { return data_[i]; }
-  // Gives the storage back; the table is empty after.
-  void Release() {
-    if (data_ != nullptr) LargeTableAllocator<T>().deallocate(data_, size_);
-    data_ = nullptr;
-    size_ = 0;
-  }
-
- private:
-  T* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 }  // namespace ferry
 

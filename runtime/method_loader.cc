@@ -76,22 +76,50 @@ bool SameSizesAndStrides(const TensorRef& a, const TensorRef& b) {
   return true;
 }
 
+// Whether `t` has `meta`'s dtype, sizes and strides (those TensorMeta::FillRef makes), without
+// making them for a row-major meta. False where a stride would overflow (FillRef saturates).
+bool HasMetaLayout(const TensorRef& t, const TensorMeta& meta, TensorRef& scratch) {
+  if (t.dtype != meta.dtype || t.rank != meta.rank()) return false;
+  if (!meta.dim_order.empty()) {
+    meta.FillRef(scratch);
+    return SameSizesAndStrides(t, scratch);
+  }
+  int64_t stride = 1;
+  for (int32_t i = t.rank - 1; i >= 0; --i) {
+    if (t.sizes[i] != meta.sizes[i] || t.strides[i] != stride) return false;
+    if (i > 0 && __builtin_mul_overflow(stride, meta.sizes[i], &stride)) return false;
+  }
+  return true;
+}
+
 // Whether a host node's op call matches the previous one's: the same schema, argument layouts,
 // scalars and declared results. Inference is a function of these (OpSchema::infer), so a node
 // that matches reuses the previous node's inferred results: runs of like nodes (a chain, the
-// layers of a model) infer once.
+// layers of a model) infer once. A tensor laid out as its meta says is compared by its meta, so
+// that no layout is made for a node that matches.
 class InferMemo {
  public:
-  bool Matches(const OpSchema* schema, absl::Span<const OpArg> args,
+  // One argument: a tensor laid out as `meta` says, a tensor laid out otherwise (`layout`), or a
+  // scalar. The metas, scalars and declared results are the method's own, unchanged while the
+  // memo is used; layouts are copied.
+  struct Arg {
+    const TensorMeta* meta = nullptr;
+    const TensorRef* layout = nullptr;
+    const Scalar* scalar = nullptr;
+  };
+
+  bool Matches(const OpSchema* schema, absl::Span<const Arg> args,
                absl::Span<const TensorMeta* const> declared) const {
     if (schema != schema_ || args.size() != args_.size() || declared.size() != declared_.size()) {
       return false;
     }
     for (size_t a = 0; a < args.size(); ++a) {
-      const OpArg& x = args[a];
-      const OpArg& y = args_[a];
-      if (x.tensor != nullptr) {
-        if (y.tensor == nullptr || !SameSizesAndStrides(*x.tensor, *y.tensor)) return false;
+      const Arg& x = args[a];
+      const Arg& y = args_[a];
+      if (x.meta != nullptr) {
+        if (y.meta == nullptr || (x.meta != y.meta && !(*x.meta == *y.meta))) return false;
+      } else if (x.layout != nullptr) {
+        if (y.layout == nullptr || !SameSizesAndStrides(*x.layout, *y.layout)) return false;
       } else if (y.scalar == nullptr || !(*x.scalar == *y.scalar)) {
         return false;
       }
@@ -101,18 +129,24 @@ class InferMemo {
     }
     return true;
   }
-  // Remembers a call whose inference passed. The arguments' layouts and scalars must stay
-  // unchanged while the memo is used (they are the method's values, final once inferred).
-  void Set(const OpSchema* schema, absl::Span<const OpArg> args,
+  // Remembers a call whose inference passed.
+  void Set(const OpSchema* schema, absl::Span<const Arg> args,
            absl::Span<const TensorMeta* const> declared) {
     schema_ = schema;
     args_.assign(args.begin(), args.end());
+    layouts_.resize(args.size());
+    for (size_t a = 0; a < args.size(); ++a) {
+      if (args[a].layout == nullptr) continue;
+      layouts_[a] = *args[a].layout;
+      args_[a].layout = &layouts_[a];
+    }
     declared_.assign(declared.begin(), declared.end());
   }
 
  private:
   const OpSchema* schema_ = nullptr;
-  std::vector<OpArg> args_;
+  std::vector<Arg> args_;
+  std::vector<TensorRef> layouts_;  // args_' layouts point here
   std::vector<const TensorMeta*> declared_;
 };
 
@@ -274,16 +308,29 @@ class MethodLoader {
     buffers_on_.push_back(0);
     return devices_.size() - 1;
   }
+  // Value v's layout in an all-host run into `layout` (data nullptr); returns its element offset
+  // from the base it is a view of (0 for a value that is no view). Only for natural_set_ values.
+  int64_t NaturalLayout(ValueId v, TensorRef& layout) const {
+    if (!odd_layouts_.empty()) {
+      if (auto it = odd_layouts_.find(v); it != odd_layouts_.end()) {
+        layout = it->second.layout;
+        return it->second.view_offset;
+      }
+    }
+    m_.values[v].meta.FillRef(layout);
+    return 0;
+  }
   size_t BuffersOn(const Device& d) const {
     for (size_t i = 0; i < devices_.size(); ++i) {
       if (devices_[i] == d) return buffers_on_[i];
     }
     return 0;
   }
-  // Per value: its layout in an all-host run, and a view's element offset from its base; set
-  // for the tensors in ResolveOps (natural_set_), read only for those.
-  UnfilledTable<TensorRef> natural_;
-  UnfilledTable<int64_t> view_offset_;
+  // Per tensor value, its layout in an all-host run and a view's element offset from its base
+  // (NaturalLayout), made in ResolveOps (natural_set_ says which are made). Most are their
+  // meta's (TensorMeta::FillRef) at offset 0 and are not stored; the others, views and results
+  // an op lays out otherwise than declared, are kept here.
+  absl::flat_hash_map<ValueId, InferredResult> odd_layouts_;
   LargeTable<uint8_t> natural_set_;
   // Phase 3.
   LargeTable<int32_t> memory_root_;  // per buffer: the non-alias buffer whose memory it uses
@@ -341,10 +388,7 @@ absl::Status MethodLoader::ResolveOps() {
   const size_t nn = m_.nodes.size();
   backends_.assign(nn, nullptr);
   schemas_.assign(nn, nullptr);
-  // Each entry is set where the value's layout is made (below), before anything reads it: no
-  // fill of the largest per-value tables first.
-  natural_ = UnfilledTable<TensorRef>(nv);
-  view_offset_ = UnfilledTable<int64_t>(nv);
+  odd_layouts_.clear();
   pin_.method = &m_;
   // Placement's input lists only the nodes with effects and the values whose layout is not dense
   // row-major (what LayoutOf gives a contiguous value); a value's entry is made where its natural
@@ -356,20 +400,24 @@ absl::Status MethodLoader::ResolveOps() {
   // or state) or makes it (an intermediate), and at the end for the values no node reads: no walk
   // over the whole value table, which on a large method is out of cache by now.
   natural_set_.assign(nv, 0);
-  auto set_natural = [&](ValueId v, const TensorRef& layout, bool contiguous, int64_t view_offset) {
-    natural_.Set(v, layout).data = nullptr;
-    view_offset_.Set(v, view_offset);
-    natural_set_[v] = 1;
-    if (!contiguous) pin_.layouts.emplace_back(v, LayoutOf(natural_[v]));
-  };
+  TensorRef meta_layout;  // scratch
   auto set_natural_from_meta = [&](ValueId v) {
-    const TensorRef layout = m_.values[v].meta.ToRef();
-    set_natural(v, layout, layout.IsContiguous(), 0);
+    m_.values[v].meta.FillRef(meta_layout);
+    natural_set_[v] = 1;
+    if (!meta_layout.IsContiguous()) pin_.layouts.emplace_back(v, LayoutOf(meta_layout));
   };
-  std::vector<OpArg> args;                  // scratch, reused per node
+  std::vector<InferMemo::Arg> memo_args;    // scratch, reused per node
+  std::vector<OpArg> args;                  // scratch: inference's arguments
+  std::vector<TensorRef> arg_layouts;       // scratch: the tensor arguments' layouts
   std::vector<const TensorMeta*> declared;  // scratch
   std::vector<InferredResult> inferred;     // scratch
-  std::vector<bool> inferred_contiguous;    // per inferred result, made with it
+  // Per inferred result, made with it: whether its layout is dense row-major, and whether it is
+  // its declared meta's at offset 0 (so not kept in odd_layouts_).
+  struct ResultForm {
+    bool contiguous;
+    bool as_declared;
+  };
+  std::vector<ResultForm> inferred_forms;
   InferMemo memo;
   // The last op looked up: runs of nodes of one op (chains, layers) look it up once.
   absl::string_view last_op;
@@ -392,7 +440,7 @@ absl::Status MethodLoader::ResolveOps() {
       ++host_steps_;
       host_args_ += node.args.size();
       host_results_ += node.results.size();
-      args.assign(node.args.size(), OpArg{});
+      memo_args.assign(node.args.size(), InferMemo::Arg{});
       for (size_t a = 0; a < node.args.size(); ++a) {
         const ValueId id = node.args[a];
         const ValueDef& value = m_.values[id];
@@ -400,26 +448,53 @@ absl::Status MethodLoader::ResolveOps() {
           // Not yet set: not an intermediate (reading checked that each is made before it is
           // read), so laid out as its meta says.
           if (!natural_set_[id]) set_natural_from_meta(id);
-          args[a].tensor = &natural_[id];
+          const auto odd = odd_layouts_.empty() ? odd_layouts_.end() : odd_layouts_.find(id);
+          if (odd != odd_layouts_.end()) {
+            memo_args[a].layout = &odd->second.layout;
+          } else {
+            memo_args[a].meta = &value.meta;
+          }
         } else {
-          args[a].scalar = &value.scalar;
+          memo_args[a].scalar = &value.scalar;
         }
       }
       declared.clear();
       for (ValueId r : node.results) declared.push_back(&m_.values[r].meta);
-      if (!memo.Matches(schema, args, declared)) {
+      if (!memo.Matches(schema, memo_args, declared)) {
+        args.assign(node.args.size(), OpArg{});
+        arg_layouts.resize(node.args.size());
+        for (size_t a = 0; a < node.args.size(); ++a) {
+          const InferMemo::Arg& arg = memo_args[a];
+          if (arg.meta != nullptr) {
+            arg.meta->FillRef(arg_layouts[a]);
+            args[a].tensor = &arg_layouts[a];
+          } else if (arg.layout != nullptr) {
+            arg_layouts[a] = *arg.layout;
+            args[a].tensor = &arg_layouts[a];
+          } else {
+            args[a].scalar = arg.scalar;
+          }
+        }
         FERRY_RETURN_IF_ERROR(
             InferAndCheck(*schema, args, declared, &inferred, [&] { return NodeContext(n); }));
-        memo.Set(schema, args, declared);
-        inferred_contiguous.clear();
-        for (const InferredResult& r : inferred) {
-          inferred_contiguous.push_back(r.layout.IsContiguous());
+        memo.Set(schema, memo_args, declared);
+        inferred_forms.resize(inferred.size());
+        for (size_t r = 0; r < inferred.size(); ++r) {
+          InferredResult& result = inferred[r];
+          result.layout.data = nullptr;
+          inferred_forms[r].contiguous = result.layout.IsContiguous();
+          inferred_forms[r].as_declared =
+              result.view_offset == 0 && HasMetaLayout(result.layout, *declared[r], meta_layout);
         }
       }  // else `inferred` holds the previous node's results, which are this node's
       bool any_view = false;
       for (size_t r = 0; r < node.results.size(); ++r) {
         const ValueId v = node.results[r];
-        set_natural(v, inferred[r].layout, inferred_contiguous[r], inferred[r].view_offset);
+        natural_set_[v] = 1;
+        if (!inferred_forms[r].as_declared) odd_layouts_.insert_or_assign(v, inferred[r]);
+        if (!inferred_forms[r].contiguous) {
+          pin_.layouts.emplace_back(v, LayoutOf(inferred[r].layout));
+        }
       }
       if (!schema->view_of.empty()) {
         for (size_t r = 0; r < node.results.size(); ++r) {
@@ -525,9 +600,9 @@ absl::Status MethodLoader::ResolveLayouts() {
                                                 " is a view of value ", buf.value,
                                                 ", which has no layout"));
       }
-      impl_.refs_.push_back(natural_[buf.value]);
+      TensorRef& ref = impl_.refs_.emplace_back();
       impl_.alias_offset_[b] =
-          view_offset_[buf.value] * static_cast<int64_t>(natural_[buf.value].element_size());
+          NaturalLayout(buf.value, ref) * static_cast<int64_t>(ref.element_size());
     } else if (buf.dim_order.empty() && m_.values[buf.value].meta.dim_order.empty()) {
       m_.values[buf.value].meta.FillRef(impl_.refs_.emplace_back());
     } else {
@@ -564,8 +639,7 @@ absl::Status MethodLoader::ResolveLayouts() {
     }
   }
   // The all-host layouts are done with: their memory goes back for the phases after this one.
-  natural_.Release();
-  view_offset_.Release();
+  absl::flat_hash_map<ValueId, InferredResult>().swap(odd_layouts_);
   LargeTable<uint8_t>().swap(natural_set_);
   return absl::OkStatus();
 }

@@ -142,38 +142,6 @@ TEST(HugePages, ATableKeepsItsContentAcrossTheThresholdBothWays) {
   EXPECT_EQ(copy, table);
 }
 
-TEST(HugePages, AnUnfilledTableHoldsWhatIsSetInAnyOrderAndMoves) {
-  struct Entry {
-    int64_t a;
-    int32_t b;
-  };
-  for (size_t n : {size_t{3}, 3 * kHugeTableBytes / sizeof(Entry) + 5}) {  // heap, then mapped
-    UnfilledTable<Entry> table(n);
-    ASSERT_EQ(table.size(), n);
-    // Set from both ends towards the middle: no order is assumed.
-    for (size_t i = 0; i < n / 2 + 1; ++i) {
-      table.Set(i, Entry{static_cast<int64_t>(i) * 7, static_cast<int32_t>(i % 13)});
-      const size_t j = n - 1 - i;
-      table.Set(j, Entry{static_cast<int64_t>(j) * 7, static_cast<int32_t>(j % 13)});
-    }
-    table[1].b = -4;  // entries are writable once set
-    UnfilledTable<Entry> moved(std::move(table));
-    EXPECT_EQ(table.size(), 0u);  // NOLINT(bugprone-use-after-move): moved-from is empty
-    ASSERT_EQ(moved.size(), n);
-    for (size_t i = 0; i < n; i += (n < 100 ? 1 : 4097)) {
-      EXPECT_EQ(moved[i].a, static_cast<int64_t>(i) * 7) << i;
-      EXPECT_EQ(moved[i].b, i == 1 ? -4 : static_cast<int32_t>(i % 13)) << i;
-    }
-    EXPECT_EQ(moved[n - 1].a, static_cast<int64_t>(n - 1) * 7);
-    UnfilledTable<Entry> assigned;
-    assigned = std::move(moved);
-    EXPECT_EQ(assigned.size(), n);
-    EXPECT_EQ(assigned[n - 1].b, static_cast<int32_t>((n - 1) % 13));
-    assigned.Release();
-    EXPECT_EQ(assigned.size(), 0u);
-  }
-}
-
 TEST(HugePages, AFreedTableIsReusedByTheNextOfItsSizeUntilReleased) {
   if (!internal::MapsLargeTable(kLargeTableBytes)) {
     GTEST_SKIP() << "large tables come from the heap here";
