@@ -72,7 +72,8 @@ for target in "${targets[@]}"; do
                  "${ft:--}" "$corpus_files" "$crashes")")
   if [ "$crashes" -gt 0 ]; then
     while read -r file; do found+=("$fuzz_dir/$target $file"); done <<< "$new_artifacts"
-    if ! grep -q ' INITED ' "$log"; then
+    # libFuzzer's status lines read "#N<TAB>INITED cov: ..." once the corpus is loaded.
+    if ! grep -qE '^#[0-9]+[[:space:]]+INITED ' "$log"; then
       echo "   crashed on a seed or corpus input, before any mutation"
     fi
     grep -E '^SUMMARY: |ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:' "$log" |
