@@ -153,6 +153,25 @@ int64_t UlpDistance(float a, float b) {
   return std::abs(static_cast<int64_t>(ia) - ib);
 }
 
+// Every step-th float bit pattern from 0: both signs, subnormals to the largest floats, NaNs and
+// infinities.
+std::vector<float> EveryNthBitPattern(uint32_t step) {
+  std::vector<float> x;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += step) {
+    const uint32_t b = static_cast<uint32_t>(bits);
+    float f;
+    std::memcpy(&f, &b, sizeof(f));
+    x.push_back(f);
+  }
+  return x;
+}
+
+// Whether this build has `level` and this CPU runs it.
+bool Runs(SimdLevel level) {
+  const std::vector<SimdLevel> levels = internal::AvailableSimdLevels();
+  return std::find(levels.begin(), levels.end(), level) != levels.end();
+}
+
 // exp rounded once from double: correctly rounded but for rare double-rounding ties.
 float ReferenceExp(float x) { return static_cast<float>(std::exp(static_cast<double>(x))); }
 
@@ -160,15 +179,8 @@ constexpr int64_t kExpMaxUlp = 2;
 
 TEST_P(SimdLoopsTest, ExpIsWithinTwoUlpOfStdExpOverTheWholeFloatRange) {
   const internal::FloatLoops& loops = internal::Loops();
-  // Every 251st bit pattern: both signs, subnormals to the largest floats, NaNs and infinities;
-  // chunks of 1000 and a ragged last one.
-  std::vector<float> x;
-  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 251) {
-    const uint32_t b = static_cast<uint32_t>(bits);
-    float f;
-    std::memcpy(&f, &b, sizeof(f));
-    x.push_back(f);
-  }
+  // Every 251st bit pattern, in chunks of 1000 and a ragged last one.
+  const std::vector<float> x = EveryNthBitPattern(251);
   std::vector<float> got(x.size());
   for (size_t i = 0; i < x.size(); i += 1000) {
     const auto len = static_cast<int64_t>(std::min<size_t>(1000, x.size() - i));
@@ -196,18 +208,10 @@ TEST_P(SimdLoopsTest, ExpIsWithinTwoUlpOfStdExpOverTheWholeFloatRange) {
 // multiply-adds, so every bit pattern, subnormal results and NaN included, gives the same bits.
 TEST(SimdLoops, ExpGivesTheSameBitsOnAvx2AndAvx512) {
 #if defined(__x86_64__)
-  const std::vector<SimdLevel> levels = internal::AvailableSimdLevels();
-  if (std::find(levels.begin(), levels.end(), SimdLevel::kAvx512) == levels.end() ||
-      std::find(levels.begin(), levels.end(), SimdLevel::kAvx2) == levels.end()) {
+  if (!Runs(SimdLevel::kAvx512) || !Runs(SimdLevel::kAvx2)) {
     GTEST_SKIP() << "this CPU does not run both AVX2 and AVX-512";
   }
-  std::vector<float> x;
-  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 97) {
-    const uint32_t b = static_cast<uint32_t>(bits);
-    float f;
-    std::memcpy(&f, &b, sizeof(f));
-    x.push_back(f);
-  }
+  std::vector<float> x = EveryNthBitPattern(97);
   // Every result from the smallest subnormal to the largest float, densely.
   for (float v = -104.0f; v < 89.0f; v += 0.0009765625f) x.push_back(v);
   std::vector<float> avx2(x.size()), avx512(x.size());
@@ -261,9 +265,7 @@ TEST_P(SimdLoopsTest, RowLoopsMatchNaiveReferencesAndTheBaseline) {
   // The levels with fused multiply-add give exp the same bits: AVX-512 is checked against AVX2.
   const internal::FloatLoops* same_exp = nullptr;
 #if defined(__x86_64__)
-  const std::vector<SimdLevel> levels = internal::AvailableSimdLevels();
-  if (GetParam() == SimdLevel::kAvx512 &&
-      std::find(levels.begin(), levels.end(), SimdLevel::kAvx2) != levels.end()) {
+  if (GetParam() == SimdLevel::kAvx512 && Runs(SimdLevel::kAvx2)) {
     same_exp = &internal::simd_avx2::Table();
   }
 #endif
@@ -494,9 +496,8 @@ TEST(SimdLevels, BaselineIsAlwaysAvailableAndTheBestIsActive) {
 }
 
 TEST(SimdLevels, ALevelTheCpuLacksIsRefused) {
-  const std::vector<SimdLevel> levels = internal::AvailableSimdLevels();
   for (SimdLevel level : {SimdLevel::kAvx2, SimdLevel::kAvx512}) {
-    if (std::find(levels.begin(), levels.end(), level) != levels.end()) continue;
+    if (Runs(level)) continue;
     EXPECT_THAT(internal::ForceSimdLevel(level),
                 testing::StatusIs(absl::StatusCode::kFailedPrecondition,
                                   ::testing::HasSubstr(internal::SimdLevelName(level))));
