@@ -103,20 +103,18 @@ void BM_Kernel64KMemcpy(benchmark::State& state) {
 }
 BENCHMARK(BM_Kernel64KMemcpy);
 
-// linear of a [size, size] input by a [size, size] weight with bias, through the host BLAS
-// (argument 1, when built with it) or Ferry's own loops (0), in one run.
-void BM_Linear(benchmark::State& state) {
-  const int64_t size = state.range(0);
-  const bool blas = state.range(1) != 0;
+// linear of a [rows, size] input by a [size, size] weight with bias, through the host BLAS (when
+// built with it) or Ferry's own loops, in one run.
+void RunLinear(benchmark::State& state, int64_t rows, int64_t size, bool blas) {
   if (blas && !internal::HaveHostBlas()) return;
   internal::UseHostBlas(blas);
   OpRegistry ops = OpRegistry::WithBuiltIns();
-  std::vector<float> x(size * size, 0.5f), w(size * size, 0.25f), bias(size, 1.0f),
-      out(size * size);
-  TensorRef tx = TensorRef::Contiguous(DType::kFloat32, {size, size}, x.data());
+  std::vector<float> x(rows * size, 0.5f), w(size * size, 0.25f), bias(size, 1.0f),
+      out(rows * size);
+  TensorRef tx = TensorRef::Contiguous(DType::kFloat32, {rows, size}, x.data());
   TensorRef tw = TensorRef::Contiguous(DType::kFloat32, {size, size}, w.data());
   TensorRef tb = TensorRef::Contiguous(DType::kFloat32, {size}, bias.data());
-  TensorRef to = TensorRef::Contiguous(DType::kFloat32, {size, size}, out.data());
+  TensorRef to = TensorRef::Contiguous(DType::kFloat32, {rows, size}, out.data());
   OpArg args[3];
   args[0].tensor = &tx;
   args[1].tensor = &tw;
@@ -127,11 +125,23 @@ void BM_Linear(benchmark::State& state) {
     benchmark::DoNotOptimize(linear->kernel({args, 3}, {&res, 1}));
     benchmark::ClobberMemory();
   }
-  state.counters["gflops"] = benchmark::Counter(
-      2.0 * size * size * size * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.counters["gflops"] = benchmark::Counter(2.0 * rows * size * size * state.iterations() / 1e9,
+                                                benchmark::Counter::kIsRate);
   internal::UseHostBlas(true);
 }
+
+// Square: [size, size] by [size, size]; the second argument 1 for the BLAS, 0 for Ferry's loops.
+void BM_Linear(benchmark::State& state) {
+  RunLinear(state, state.range(0), state.range(0), state.range(1) != 0);
+}
 BENCHMARK(BM_Linear)->ArgsProduct({{64, 512}, {0, 1}});
+
+// A few rows (tokens) by a [1024, 1024] weight, as a decode step runs it: the host BLAS takes up
+// to kHostBlasMaxGemvRows rows as matrix-vector products.
+void BM_LinearRows(benchmark::State& state) {
+  RunLinear(state, state.range(0), 1024, state.range(1) != 0);
+}
+BENCHMARK(BM_LinearRows)->ArgsProduct({{1, 4, 8, 16}, {0, 1}});
 
 // One run per SIMD level this CPU runs (the argument: 0 baseline, 1 AVX2, 2 AVX-512).
 const bool kRegistered = [] {

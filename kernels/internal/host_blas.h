@@ -31,16 +31,27 @@ const char* HostBlasKernels();
 void SetHostBlasThreads(int n);
 int HostBlasThreads();
 
-// Products the calling thread has handed to the BLAS (for tests and benchmarks). Counted per
-// thread so that concurrent products touch no shared memory on the hot path.
+// Products the calling thread has handed to the BLAS (for tests and benchmarks), and the rows of
+// them it handed over as matrix-vector products. Counted per thread so that concurrent products
+// touch no shared memory on the hot path.
 int64_t HostSgemmCalls();
+int64_t HostSgemvRows();
 
 // Products at least this large (m * n * k) go to the BLAS.
 inline constexpr int64_t kHostBlasMinWork = 32 * 32 * 32;
 
+// Products of at most this many rows (m) are handed over a row at a time, as matrix-vector
+// products (sgemv): OpenBLAS's sgemm packs the whole of b on every call, which for a few rows
+// costs more than the product (one row by a [1024, 1024] weight: 756 us through sgemm, 63 us
+// through sgemv). At 8 rows sgemv per row is still as fast or faster (by a [4096, 1024] weight
+// 3.25 against 3.47 ms, by a [1024, 1024] one 0.43 against 0.80 ms), at 16 it can be slower
+// (6.25 against 4.25 ms by the larger weight). bench/blas and bench/README.md.
+inline constexpr int64_t kHostBlasMaxGemvRows = 8;
+
 // c[m, n] = op(a)[m, k] x op(b)[k, n] + (accumulate ? c : 0), row-major c with row stride ldc;
 // op(a) is a (row stride lda) or, with trans_a, the transpose of a [k, m] (row stride lda);
-// likewise b. Requires HaveHostBlas().
+// likewise b. Up to kHostBlasMaxGemvRows rows go through sgemv, one call per row. Requires
+// HaveHostBlas().
 void HostSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
                int64_t lda, const float* b, int64_t ldb, bool accumulate, float* c, int64_t ldc);
 

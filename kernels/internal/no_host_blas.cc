@@ -10,6 +10,7 @@ void UseHostBlas(bool) {}
 void SetHostBlasThreads(int) {}
 int HostBlasThreads() { return 1; }
 int64_t HostSgemmCalls() { return 0; }
+int64_t HostSgemvRows() { return 0; }
 void HostSgemm(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t,
                bool, float*, int64_t) {}
 

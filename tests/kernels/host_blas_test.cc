@@ -172,6 +172,56 @@ INSTANTIATE_TEST_SUITE_P(BlasOnAndOff, HostBlasTest, ::testing::Bool(),
                            return std::string(info.param ? "Blas" : "FerryLoops");
                          });
 
+// HostSgemm itself, around the row count where it turns from sgemv per row to sgemm: every
+// combination of transposed operands, with and without accumulating, with leading dimensions
+// larger than the rows they hold, into an output that holds NaN where it does not accumulate.
+TEST(HostBlas, FewRowsGoThroughMatrixVectorProductsAndAgreeWithTheReference) {
+  if (!internal::HaveHostBlas()) GTEST_SKIP() << "built without a host BLAS";
+  constexpr int64_t K = 70, N = 50, kPad = 3;
+  for (int64_t m = 1; m <= internal::kHostBlasMaxGemvRows + 1; ++m) {
+    for (int variant = 0; variant < 8; ++variant) {
+      const bool ta = variant & 1, tb = variant & 2, accumulate = variant & 4;
+      const std::string what = "m=" + std::to_string(m) + " variant " + std::to_string(variant);
+      // op(a) [m, K]: a as [m, lda] rows, or with ta a [K, lda] buffer read transposed; likewise b.
+      const int64_t lda = (ta ? m : K) + kPad, ldb = (tb ? K : N) + kPad, ldc = N + kPad;
+      std::vector<float> ad = Values((ta ? K : m) * lda, 11 + variant);
+      std::vector<float> bd = Values((tb ? N : K) * ldb, 12 + variant);
+      std::vector<float> c = Values(m * ldc, 13 + variant);
+      if (!accumulate) std::fill(c.begin(), c.end(), std::nanf(""));
+      const std::vector<float> c_before = c;
+      std::vector<double> want(m * N);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < N; ++j) {
+          double acc = accumulate ? c[i * ldc + j] : 0.0;
+          for (int64_t p = 0; p < K; ++p) {
+            acc += double(ta ? ad[p * lda + i] : ad[i * lda + p]) *
+                   (tb ? bd[j * ldb + p] : bd[p * ldb + j]);
+          }
+          want[i * N + j] = acc;
+        }
+      }
+      const int64_t rows_before = internal::HostSgemvRows();
+      internal::HostSgemm(ta, tb, m, N, K, ad.data(), lda, bd.data(), ldb, accumulate, c.data(),
+                          ldc);
+      EXPECT_EQ(internal::HostSgemvRows() - rows_before,
+                m <= internal::kHostBlasMaxGemvRows ? m : 0)
+          << what;
+      std::vector<float> got(m * N);
+      for (int64_t i = 0; i < m; ++i) {
+        std::copy(c.begin() + i * ldc, c.begin() + i * ldc + N, got.begin() + i * N);
+        for (int64_t j = N; j < ldc; ++j) {  // the padding past each row is left alone
+          if (accumulate) {
+            EXPECT_EQ(c[i * ldc + j], c_before[i * ldc + j]) << what;
+          } else {
+            EXPECT_TRUE(std::isnan(c[i * ldc + j])) << what;
+          }
+        }
+      }
+      ExpectClose(got, want, what);
+    }
+  }
+}
+
 TEST(HostBlas, NamesTheKernelsItPicked) {
   const std::string kernels = internal::HostBlasKernels();
   if (!internal::HaveHostBlas()) {
