@@ -136,12 +136,13 @@ void BM_Linear(benchmark::State& state) {
 }
 BENCHMARK(BM_Linear)->ArgsProduct({{64, 512}, {0, 1}});
 
-// A few rows (tokens) by a [1024, 1024] weight, as a decode step runs it: the host BLAS takes up
-// to kHostBlasMaxGemvRows rows as matrix-vector products.
+// A few rows (tokens) by a [size, size] weight, as a decode step runs it (arguments: rows, size,
+// and 1 for the host BLAS or 0 for Ferry's loops); linear runs up to kOwnLoopMaxRows contiguous
+// rows through Ferry's own loop even where the BLAS is on.
 void BM_LinearRows(benchmark::State& state) {
-  RunLinear(state, state.range(0), 1024, state.range(1) != 0);
+  RunLinear(state, state.range(0), state.range(1), state.range(2) != 0);
 }
-BENCHMARK(BM_LinearRows)->ArgsProduct({{1, 4, 8, 16}, {0, 1}});
+BENCHMARK(BM_LinearRows)->ArgsProduct({{1, 8, 16, 32, 64}, {64, 256, 1024}, {0, 1}});
 
 // One run per SIMD level this CPU runs (the argument: 0 baseline, 1 AVX2, 2 AVX-512).
 const bool kRegistered = [] {

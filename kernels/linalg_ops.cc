@@ -230,6 +230,16 @@ bool LinearByBlas(const TensorRef& x, const TensorRef& w, const TensorRef* bias,
   return true;
 }
 
+// A linear over contiguous rows runs Ferry's own blocked loop (FloatLoops::rows_by_transposed)
+// where no host BLAS takes it, and, even where one would, for 2 to kOwnLoopMaxRows rows by a
+// weight of at least kOwnLoopMinWeight elements: there the loop reads the weight once, where
+// OpenBLAS's sgemm packs it on every call and its sgemv reads it once per row. BM_LinearRows, by
+// a [1024, 1024] weight: 8 rows 239 against 425 us, 16 rows 460 against 966 us; one row is
+// faster through sgemv (58 against 71 us), and by a [64, 64] weight the BLAS is faster at every
+// row count (bench/README.md, "Choosing the host BLAS").
+constexpr int64_t kOwnLoopMaxRows = 16;
+constexpr int64_t kOwnLoopMinWeight = 256 * 256;
+
 absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
   const TensorRef& x = *args[0].tensor;
   const TensorRef& w = *args[1].tensor;
@@ -247,7 +257,20 @@ absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* co
   const int64_t bs = bias != nullptr ? bias->strides[0] : 0;
   float* o = out.data_as<float>();
   const float* xd = x.data_as<const float>();
-  if (HostBlasEnabled() && LinearByBlas(x, w, bias, out)) return absl::OkStatus();
+  // Rows of contiguous elements (x's, w's and out's last dimension dense, x's and out's leading
+  // dimensions collapsing to rows of one stride each).
+  int64_t rows = 0, x_row = 0, out_rows = 0, out_row = 0;
+  const bool dense_rows = xs == 1 && ws1 == 1 && os == 1 && CollapseRows(x, &rows, &x_row) &&
+                          CollapseRows(out, &out_rows, &out_row) && rows == out_rows;
+  const bool own_loop_first =
+      dense_rows && rows >= 2 && rows <= kOwnLoopMaxRows && outf * in >= kOwnLoopMinWeight;
+  if (HostBlasEnabled() && !own_loop_first && LinearByBlas(x, w, bias, out)) {
+    return absl::OkStatus();
+  }
+  if (dense_rows) {
+    Loops().rows_by_transposed(o, out_row, xd, x_row, rows, wd, ws0, outf, in, bd, bs);
+    return absl::OkStatus();
+  }
   ForEachOffset<2>(lead, out.sizes.data(), {out.strides.data(), x.strides.data()},
                    [&](const std::array<int64_t, 2>& off) {
                      const float* xrow = xd + off[1];

@@ -54,6 +54,13 @@ struct FloatLoops {
   double (*sum_squares)(const float* x, int64_t n);
   // out[i] = (x[i] * s) * w[i], rms_norm's last step.
   void (*scale_mul)(float* out, const float* x, float s, const float* w, int64_t n);
+  // out[i * ldo + j] = sum over p < k of x[i * ldx + p] * w[j * ldw + p], plus bias[j *
+  // bias_stride] when bias is not null, for i < rows and j < n: linear's x w^T over rows of
+  // contiguous elements. The products are summed in the level's lanes (fused where the level has
+  // fused multiply-add), then across them. `out` overlaps neither input.
+  void (*rows_by_transposed)(float* out, int64_t ldo, const float* x, int64_t ldx, int64_t rows,
+                             const float* w, int64_t ldw, int64_t n, int64_t k, const float* bias,
+                             int64_t bias_stride);
 };
 
 // Defined once per level (kernels/internal/simd_loops_body.inc).

@@ -144,6 +144,39 @@ TEST_P(HostBlasTest, LinearMatchesTheReferenceWithAndWithoutBias) {
   }
 }
 
+// A linear of 2 to 16 contiguous rows (a decode step) by a weight of at least 256 * 256 elements
+// runs Ferry's own loop, with the BLAS on or off; one row and 17 rows go to the BLAS when it is
+// on. Leading dimensions [rows, 1] collapse to rows.
+TEST_P(HostBlasTest, FewRowsRunFerrysOwnLoopAndMatchTheReference) {
+  constexpr int64_t I = 256, F = 260;
+  for (int64_t rows : {1, 3, 16, 17}) {
+    std::vector<float> xd = Values(rows * I, 21), wd = Values(F * I, 22), bdata = Values(F, 23);
+    TensorRef x = TensorRef::Contiguous(DType::kFloat32, {rows, 1, I}, xd.data());
+    TensorRef w = TensorRef::Contiguous(DType::kFloat32, {F, I}, wd.data());
+    TensorRef bias = TensorRef::Contiguous(DType::kFloat32, {F}, bdata.data());
+    std::vector<float> out(rows * F, -5.0f);
+    TensorRef o = TensorRef::Contiguous(DType::kFloat32, {rows, 1, F}, out.data());
+    std::vector<double> want(rows * F);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t f = 0; f < F; ++f) {
+        double acc = bdata[f];
+        for (int64_t i = 0; i < I; ++i) acc += double(xd[r * I + i]) * wd[f * I + i];
+        want[r * F + f] = acc;
+      }
+    }
+    OpArg args[3];
+    args[0].tensor = &x;
+    args[1].tensor = &w;
+    args[2].tensor = &bias;
+    TensorRef* res = &o;
+    const int64_t before = internal::HostSgemmCalls();
+    ASSERT_OK(ops_.Find("linear")->kernel({args, 3}, {&res, 1}));
+    ExpectClose(out, want, "linear of " + std::to_string(rows) + " rows");
+    EXPECT_EQ(internal::HostSgemmCalls() - before, ExpectBlas() && (rows == 1 || rows > 16) ? 1 : 0)
+        << rows;
+  }
+}
+
 TEST_P(HostBlasTest, SmallProductsStayInFerrysLoops) {
   std::vector<float> xd = Values(4 * 8, 8), wd = Values(8 * 8, 9), out(4 * 8);
   TensorRef x = TensorRef::Contiguous(DType::kFloat32, {4, 8}, xd.data());

@@ -313,6 +313,47 @@ TEST_P(SimdLoopsTest, RowLoopsMatchNaiveReferencesAndTheBaseline) {
   }
 }
 
+// A few rows by a transposed weight, at every block shape the loop has (rows and columns around
+// its blocks), row lengths around the vector width (a remainder, none, shorter than a vector,
+// none at all), rows of x, w and out longer than the elements they hold, with and without a
+// strided bias; against a double reference, within float summation's error.
+TEST_P(SimdLoopsTest, RowsByTransposedMatchesADoubleReference) {
+  const internal::FloatLoops& loops = internal::Loops();
+  for (int64_t rows : {1, 2, 3, 4, 5, 7, 9}) {
+    for (int64_t n : {1, 3, 4, 5, 9}) {
+      for (int64_t k : {0, 1, 7, 16, 17, 100}) {
+        for (bool with_bias : {false, true}) {
+          const std::string at = " rows=" + std::to_string(rows) + " n=" + std::to_string(n) +
+                                 " k=" + std::to_string(k) + (with_bias ? " bias" : "");
+          const int64_t ldx = k + 3, ldw = k + 5, ldo = n + 2, bias_stride = 2;
+          const std::vector<float> x = Spread(rows * ldx, static_cast<int>(rows + k), -2, 2);
+          const std::vector<float> w = Spread(n * ldw, static_cast<int>(n * 7 + k), -2, 2);
+          const std::vector<float> bias = Spread(n * bias_stride, 5, -1, 1);
+          std::vector<float> out(rows * ldo, -99.0f);
+          loops.rows_by_transposed(out.data(), ldo, x.data(), ldx, rows, w.data(), ldw, n, k,
+                                   with_bias ? bias.data() : nullptr, bias_stride);
+          for (int64_t i = 0; i < rows; ++i) {
+            for (int64_t j = 0; j < ldo; ++j) {
+              if (j >= n) {  // past the row's elements: untouched
+                EXPECT_EQ(out[i * ldo + j], -99.0f) << i << "," << j << at;
+                continue;
+              }
+              double want = with_bias ? bias[j * bias_stride] : 0.0, magnitude = std::abs(want);
+              for (int64_t p = 0; p < k; ++p) {
+                want += double(x[i * ldx + p]) * w[j * ldw + p];
+                magnitude += std::abs(double(x[i * ldx + p]) * w[j * ldw + p]);
+              }
+              // Float sums of k + 1 terms: each rounding at most 2^-24 of the running magnitude.
+              EXPECT_NEAR(out[i * ldo + j], want, (k + 2) * 0x1p-24 * magnitude + 1e-30)
+                  << i << "," << j << at;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(SimdLoopsTest, MaxSkipsNanLikeFmax) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (int64_t n : kRowLengths) {
