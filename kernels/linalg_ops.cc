@@ -140,11 +140,22 @@ absl::Status MatmulKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* co
                     AsBlasOperand(m, k, a.strides[a.rank - 2], a.strides[a.rank - 1], &ba) &&
                     AsBlasOperand(k, n, b.strides[b.rank - 2], b.strides[b.rank - 1], &bb) &&
                     AsBlasResult(m, n, out.strides[out.rank - 2], out.strides[out.rank - 1], &ldc);
+  // Without the BLAS, a b whose columns are dense (a transposed matrix: attention's q k^T) is
+  // linear's x w^T, and takes its loop; other layouts take Matmul2D, whose inner loop runs along
+  // b's rows.
+  const bool rows_by_transposed = !blas && a.strides[a.rank - 1] == 1 &&
+                                  b.strides[b.rank - 2] == 1 && out.strides[out.rank - 1] == 1;
   ForEachOffset<3>(batch_rank, out.sizes.data(), {out.strides.data(), a_strides, b_strides},
                    [&](const std::array<int64_t, 3>& off) {
                      if (blas) {
                        HostSgemm(ba.trans, bb.trans, m, n, k, x + off[1], ba.ld, y + off[2],
                                  bb.ld, /*accumulate=*/false, o + off[0], ldc);
+                       return;
+                     }
+                     if (rows_by_transposed) {  // b is a transposed [n, k] with dense rows
+                       Loops().rows_by_transposed(o + off[0], out.strides[out.rank - 2], x + off[1],
+                                                  a.strides[a.rank - 2], m, y + off[2],
+                                                  b.strides[b.rank - 1], n, k, nullptr, 0);
                        return;
                      }
                      Matmul2D(o + off[0], out.strides[out.rank - 2], out.strides[out.rank - 1],
