@@ -46,6 +46,35 @@ void ExpectClose(const std::vector<float>& got, const std::vector<double>& want,
   }
 }
 
+// x [rows, in] (row-major) times w^T (w [out, in], any strides) plus bias[out] when given, in
+// double.
+std::vector<double> ReferenceLinear(int64_t rows, int64_t in, int64_t outf,
+                                    const std::vector<float>& xd, const TensorRef& w,
+                                    const float* bias) {
+  std::vector<double> want(rows * outf);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t f = 0; f < outf; ++f) {
+      double acc = bias != nullptr ? bias[f] : 0.0;
+      for (int64_t i = 0; i < in; ++i) acc += double(xd[r * in + i]) * At(w, {f, i});
+      want[r * outf + f] = acc;
+    }
+  }
+  return want;
+}
+
+// Runs linear(x, w[, bias]) into o; returns the products the calling thread handed to the BLAS.
+int64_t RunLinear(const OpRegistry& ops, TensorRef& x, TensorRef& w, TensorRef* bias,
+                  TensorRef& o) {
+  OpArg args[3];
+  args[0].tensor = &x;
+  args[1].tensor = &w;
+  args[2].tensor = bias;
+  TensorRef* res = &o;
+  const int64_t before = internal::HostSgemmCalls();
+  EXPECT_OK(ops.Find("linear")->kernel({args, bias != nullptr ? 3u : 2u}, {&res, 1}));
+  return internal::HostSgemmCalls() - before;
+}
+
 class HostBlasTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { internal::UseHostBlas(GetParam()); }
@@ -124,23 +153,11 @@ TEST_P(HostBlasTest, LinearMatchesTheReferenceWithAndWithoutBias) {
     TensorRef bias = TensorRef::Contiguous(DType::kFloat32, {F}, bdata.data());
     std::vector<float> out(R0 * R1 * F, -3.0f);
     TensorRef o = TensorRef::Contiguous(DType::kFloat32, {R0, R1, F}, out.data());
-    std::vector<double> want(R0 * R1 * F);
-    for (int64_t r = 0; r < R0 * R1; ++r) {
-      for (int64_t f = 0; f < F; ++f) {
-        double acc = with_bias ? bdata[f] : 0.0;
-        for (int64_t i = 0; i < I; ++i) acc += double(xd[r * I + i]) * At(w, {f, i});
-        want[r * F + f] = acc;
-      }
-    }
-    OpArg args[3];
-    args[0].tensor = &x;
-    args[1].tensor = &w;
-    args[2].tensor = &bias;
-    TensorRef* res = &o;
-    const int64_t before = internal::HostSgemmCalls();
-    ASSERT_OK(ops_.Find("linear")->kernel({args, with_bias ? 3u : 2u}, {&res, 1}));
+    const std::vector<double> want =
+        ReferenceLinear(R0 * R1, I, F, xd, w, with_bias ? bdata.data() : nullptr);
+    const int64_t blas_calls = RunLinear(ops_, x, w, with_bias ? &bias : nullptr, o);
     ExpectClose(out, want, "linear variant " + std::to_string(variant));
-    EXPECT_EQ(internal::HostSgemmCalls() - before, ExpectBlas() ? 1 : 0) << variant;
+    EXPECT_EQ(blas_calls, ExpectBlas() ? 1 : 0) << variant;
   }
 }
 
@@ -156,24 +173,10 @@ TEST_P(HostBlasTest, FewRowsRunFerrysOwnLoopAndMatchTheReference) {
     TensorRef bias = TensorRef::Contiguous(DType::kFloat32, {F}, bdata.data());
     std::vector<float> out(rows * F, -5.0f);
     TensorRef o = TensorRef::Contiguous(DType::kFloat32, {rows, 1, F}, out.data());
-    std::vector<double> want(rows * F);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t f = 0; f < F; ++f) {
-        double acc = bdata[f];
-        for (int64_t i = 0; i < I; ++i) acc += double(xd[r * I + i]) * wd[f * I + i];
-        want[r * F + f] = acc;
-      }
-    }
-    OpArg args[3];
-    args[0].tensor = &x;
-    args[1].tensor = &w;
-    args[2].tensor = &bias;
-    TensorRef* res = &o;
-    const int64_t before = internal::HostSgemmCalls();
-    ASSERT_OK(ops_.Find("linear")->kernel({args, 3}, {&res, 1}));
+    const std::vector<double> want = ReferenceLinear(rows, I, F, xd, w, bdata.data());
+    const int64_t blas_calls = RunLinear(ops_, x, w, &bias, o);
     ExpectClose(out, want, "linear of " + std::to_string(rows) + " rows");
-    EXPECT_EQ(internal::HostSgemmCalls() - before, ExpectBlas() && (rows == 1 || rows > 16) ? 1 : 0)
-        << rows;
+    EXPECT_EQ(blas_calls, ExpectBlas() && (rows == 1 || rows > 16) ? 1 : 0) << rows;
   }
 }
 
