@@ -242,14 +242,16 @@ bool LinearByBlas(const TensorRef& x, const TensorRef& w, const TensorRef* bias,
 }
 
 // A linear over contiguous rows runs Ferry's own blocked loop (FloatLoops::rows_by_transposed)
-// where no host BLAS takes it, and, even where one would, for 2 to kOwnLoopMaxRows rows by a
-// weight of at least kOwnLoopMinWeight elements: there the loop reads the weight once, where
-// OpenBLAS's sgemm packs it on every call and its sgemv reads it once per row. BM_LinearRows, by
-// a [1024, 1024] weight: 8 rows 239 against 425 us, 16 rows 460 against 966 us; one row is
-// faster through sgemv (58 against 71 us), and by a [64, 64] weight the BLAS is faster at every
-// row count (bench/README.md, "Choosing the host BLAS").
-constexpr int64_t kOwnLoopMaxRows = 16;
-constexpr int64_t kOwnLoopMinWeight = 256 * 256;
+// where no host BLAS takes it, and, even where one would, for few rows by a large weight: there
+// the loop reads the weight once, where OpenBLAS's sgemm packs it on every call and its sgemv
+// reads it once per row. BM_LinearRows (own loop against the BLAS, AVX-512, bench/README.md):
+// by a [1024, 1024] weight 1 row 55 against 58 us, 16 rows 358 against 966 us, 64 rows 1.65
+// against 1.94 ms; by a [256, 256] one 16 rows 27 against 37 us, 64 rows 111 against 93 us; by a
+// [64, 64] one the BLAS is faster from 16 rows.
+bool OwnLoopFirst(int64_t rows, int64_t weight_elements) {
+  return (rows <= 16 && weight_elements >= 256 * 256) ||
+         (rows <= 64 && weight_elements >= 1024 * 1024);
+}
 
 absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
   const TensorRef& x = *args[0].tensor;
@@ -273,9 +275,8 @@ absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* co
   int64_t rows = 0, x_row = 0, out_rows = 0, out_row = 0;
   const bool dense_rows = xs == 1 && ws1 == 1 && os == 1 && CollapseRows(x, &rows, &x_row) &&
                           CollapseRows(out, &out_rows, &out_row) && rows == out_rows;
-  const bool own_loop_first =
-      dense_rows && rows >= 2 && rows <= kOwnLoopMaxRows && outf * in >= kOwnLoopMinWeight;
-  if (HostBlasEnabled() && !own_loop_first && LinearByBlas(x, w, bias, out)) {
+  if (HostBlasEnabled() && !(dense_rows && OwnLoopFirst(rows, outf * in)) &&
+      LinearByBlas(x, w, bias, out)) {
     return absl::OkStatus();
   }
   if (dense_rows) {

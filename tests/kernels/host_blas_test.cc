@@ -161,22 +161,30 @@ TEST_P(HostBlasTest, LinearMatchesTheReferenceWithAndWithoutBias) {
   }
 }
 
-// A linear of 2 to 16 contiguous rows (a decode step) by a weight of at least 256 * 256 elements
-// runs Ferry's own loop, with the BLAS on or off; one row and 17 rows go to the BLAS when it is
-// on. Leading dimensions [rows, 1] collapse to rows.
+// A linear of up to 16 contiguous rows (a decode step) by a weight of at least 256 * 256
+// elements, and of up to 64 by one of at least 1024 * 1024, runs Ferry's own loop with the BLAS
+// on or off; more rows go to the BLAS when it is on. Leading dimensions [rows, 1] collapse to rows.
 TEST_P(HostBlasTest, FewRowsRunFerrysOwnLoopAndMatchTheReference) {
-  constexpr int64_t I = 256, F = 260;
-  for (int64_t rows : {1, 3, 16, 17}) {
-    std::vector<float> xd = Values(rows * I, 21), wd = Values(F * I, 22), bdata = Values(F, 23);
-    TensorRef x = TensorRef::Contiguous(DType::kFloat32, {rows, 1, I}, xd.data());
-    TensorRef w = TensorRef::Contiguous(DType::kFloat32, {F, I}, wd.data());
-    TensorRef bias = TensorRef::Contiguous(DType::kFloat32, {F}, bdata.data());
-    std::vector<float> out(rows * F, -5.0f);
-    TensorRef o = TensorRef::Contiguous(DType::kFloat32, {rows, 1, F}, out.data());
-    const std::vector<double> want = ReferenceLinear(rows, I, F, xd, w, bdata.data());
+  struct Case {
+    int64_t rows, in, outf;
+    bool own;  // Ferry's loop even with the BLAS on
+  };
+  for (const Case& c :
+       {Case{1, 256, 260, true}, Case{3, 256, 260, true}, Case{16, 256, 260, true},
+        Case{17, 256, 260, false}, Case{40, 1024, 1024, true}, Case{65, 1024, 1024, false}}) {
+    const std::string what = "linear of " + std::to_string(c.rows) + " rows by [" +
+                             std::to_string(c.outf) + ", " + std::to_string(c.in) + "]";
+    std::vector<float> xd = Values(c.rows * c.in, 21), wd = Values(c.outf * c.in, 22),
+                       bdata = Values(c.outf, 23);
+    TensorRef x = TensorRef::Contiguous(DType::kFloat32, {c.rows, 1, c.in}, xd.data());
+    TensorRef w = TensorRef::Contiguous(DType::kFloat32, {c.outf, c.in}, wd.data());
+    TensorRef bias = TensorRef::Contiguous(DType::kFloat32, {c.outf}, bdata.data());
+    std::vector<float> out(c.rows * c.outf, -5.0f);
+    TensorRef o = TensorRef::Contiguous(DType::kFloat32, {c.rows, 1, c.outf}, out.data());
+    const std::vector<double> want = ReferenceLinear(c.rows, c.in, c.outf, xd, w, bdata.data());
     const int64_t blas_calls = RunLinear(ops_, x, w, &bias, o);
-    ExpectClose(out, want, "linear of " + std::to_string(rows) + " rows");
-    EXPECT_EQ(blas_calls, ExpectBlas() && (rows == 1 || rows > 16) ? 1 : 0) << rows;
+    ExpectClose(out, want, what);
+    EXPECT_EQ(blas_calls, ExpectBlas() && !c.own ? 1 : 0) << what;
   }
 }
 
