@@ -137,8 +137,8 @@ void BM_Linear(benchmark::State& state) {
 BENCHMARK(BM_Linear)->ArgsProduct({{64, 512}, {0, 1}});
 
 // A few rows (tokens) by a [size, size] weight, as a decode step runs it (arguments: rows, size,
-// and 1 for the host BLAS or 0 for Ferry's loops); linear runs up to kOwnLoopMaxRows contiguous
-// rows through Ferry's own loop even where the BLAS is on.
+// and 1 for the host BLAS or 0 for Ferry's loops); linear takes its own loop ahead of the BLAS
+// for few rows by a large weight (OwnLoopFirst in kernels/linalg_ops.cc).
 void BM_LinearRows(benchmark::State& state) {
   RunLinear(state, state.range(0), state.range(1), state.range(2) != 0);
 }
