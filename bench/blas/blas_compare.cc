@@ -9,13 +9,11 @@
 // cblas_sgemm never call into each other) and set to one thread. Every product is first checked
 // against a double-precision reference (1e-4 relative to the largest result) on every library;
 // a mismatch or a library that does not load exits 1. Timing: the libraries take turns in one
-// loop (repetition r starts with library r mod count), each turn a batch of calls sized to a few
-// milliseconds; the table gives medians over the repetitions and each library's time over the
-// first one's.
+// loop, each turn a batch of calls of about 5 ms (bench/common/interleaved.h); the table gives
+// medians over the repetitions and each library's time over the first one's.
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -28,11 +26,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/common/interleaved.h"
 
 namespace ferry::blas_compare {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // CBLAS's enums, as the standard numbers them.
 constexpr int kRowMajor = 101;
@@ -151,43 +148,6 @@ struct Product {
   }
 };
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
-
-std::string FormatTime(double ns) {
-  if (ns >= 1e6) return absl::StrFormat("%.3g ms", ns / 1e6);
-  if (ns >= 1e3) return absl::StrFormat("%.3g us", ns / 1e3);
-  return absl::StrFormat("%.3g ns", ns);
-}
-
-// Per library, the median time per call of `p`, in ns.
-std::vector<double> Time(const Product& p, const std::vector<Library>& libs, int repetitions) {
-  std::vector<float> c(size_t(p.m) * p.n);
-  // A batch of about 5 ms on the first library (at least one call).
-  p.Run(libs[0], c);
-  auto t0 = Clock::now();
-  p.Run(libs[0], c);
-  const double one = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-  const int batch = std::max(1, static_cast<int>(5e6 / std::max(one, 1.0)));
-  std::vector<std::vector<double>> per_call(libs.size());
-  for (int r = 0; r < repetitions; ++r) {
-    for (size_t turn = 0; turn < libs.size(); ++turn) {
-      const size_t l = (turn + r) % libs.size();
-      p.Run(libs[l], c);  // warm this library's caches and code
-      t0 = Clock::now();
-      for (int i = 0; i < batch; ++i) p.Run(libs[l], c);
-      per_call[l].push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() /
-                            batch);
-    }
-  }
-  std::vector<double> medians;
-  for (auto& v : per_call) medians.push_back(Median(std::move(v)));
-  return medians;
-}
-
 struct Args {
   std::vector<std::pair<std::string, std::string>> libs;  // name, path
   std::string out;
@@ -270,11 +230,22 @@ absl::Status Run(const Args& args) {
   absl::StrAppend(&table, "\n");
   for (const Product& p : products) {
     std::fprintf(stderr, "%s\n", p.label.c_str());
-    const std::vector<double> ns = Time(p, libs, args.repetitions);
+    std::vector<float> c(size_t(p.m) * p.n);
+    std::vector<bench::Batch> sides;
+    for (const Library& lib : libs) {
+      sides.push_back([&p, &lib, &c](int64_t calls) {
+        for (int64_t i = 0; i < calls; ++i) p.Run(lib, c);
+        return true;
+      });
+    }
+    absl::StatusOr<std::vector<double>> timed =
+        bench::Interleaved(sides, args.repetitions, /*target_ms=*/5);
+    if (!timed.ok()) return timed.status();
+    const std::vector<double>& ns = *timed;
     absl::StrAppend(&table, "| ", p.label, " |");
     for (double t : ns) {
-      absl::StrAppend(&table, absl::StrFormat(" %s (%.1f GFLOP/s) |", FormatTime(t),
-                                              p.flops() / t));
+      absl::StrAppend(&table,
+                      absl::StrFormat(" %s (%.1f GFLOP/s) |", bench::FormatTime(t), p.flops() / t));
     }
     for (size_t l = 1; l < libs.size(); ++l) {
       absl::StrAppend(&table, absl::StrFormat(" %.2f |", ns[l] / ns[0]));
