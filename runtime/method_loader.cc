@@ -308,14 +308,18 @@ class MethodLoader {
     buffers_on_.push_back(0);
     return devices_.size() - 1;
   }
+  // Value v's layout and view offset when they are not its meta's at offset 0, else nullptr.
+  const InferredResult* OddLayout(ValueId v) const {
+    if (odd_layouts_.empty()) return nullptr;  // most methods: no lookup at all
+    auto it = odd_layouts_.find(v);
+    return it != odd_layouts_.end() ? &it->second : nullptr;
+  }
   // Value v's layout in an all-host run into `layout` (data nullptr); returns its element offset
   // from the base it is a view of (0 for a value that is no view). Only for natural_set_ values.
   int64_t NaturalLayout(ValueId v, TensorRef& layout) const {
-    if (!odd_layouts_.empty()) {
-      if (auto it = odd_layouts_.find(v); it != odd_layouts_.end()) {
-        layout = it->second.layout;
-        return it->second.view_offset;
-      }
+    if (const InferredResult* odd = OddLayout(v)) {
+      layout = odd->layout;
+      return odd->view_offset;
     }
     m_.values[v].meta.FillRef(layout);
     return 0;
@@ -448,9 +452,8 @@ absl::Status MethodLoader::ResolveOps() {
           // Not yet set: not an intermediate (reading checked that each is made before it is
           // read), so laid out as its meta says.
           if (!natural_set_[id]) set_natural_from_meta(id);
-          const auto odd = odd_layouts_.empty() ? odd_layouts_.end() : odd_layouts_.find(id);
-          if (odd != odd_layouts_.end()) {
-            memo_args[a].layout = &odd->second.layout;
+          if (const InferredResult* odd = OddLayout(id)) {
+            memo_args[a].layout = &odd->layout;
           } else {
             memo_args[a].meta = &value.meta;
           }
