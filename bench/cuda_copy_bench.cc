@@ -22,10 +22,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/memory/cuda/cuda_device.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/device_registry.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace {

@@ -17,13 +17,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/base/tensor.h"
 #include "ferry/kernels/cuda/cuda_ops.h"
-#include "ferry/kernels/tensor.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/device_registry.h"
-#include "ferry/memory/status_macros.h"
 #include "ferry/runtime/runtime.h"
 
 namespace ferry {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
 #include "ferry/runtime/runtime.h"
 
 namespace ferry {

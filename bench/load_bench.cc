@@ -38,9 +38,9 @@
 #include "absl/functional/function_ref.h"
 #include "bench/example/load_programs.h"
 #include "benchmark/benchmark.h"
+#include "ferry/base/huge_pages.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
-#include "ferry/memory/huge_pages.h"
 #include "ferry/runtime/runtime.h"
 
 namespace ferry {
@@ -259,7 +259,7 @@ std::optional<std::array<double, 2>> RunInChild(absl::FunctionRef<std::array<dou
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    // A fresh process holds no freed tables to reuse (memory/huge_pages.h); the parent's would
+    // A fresh process holds no freed tables to reuse (base/huge_pages.h); the parent's would
     // be copied on write here.
     ReleaseCachedLargeTables();
     const std::array<double, 2> report = child();

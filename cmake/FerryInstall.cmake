@@ -1,18 +1,18 @@
-# Installation: the four libraries, their public headers under include/ferry/, the umbrella
+# Installation: the five libraries, their public headers under include/ferry/, the umbrella
 # header ferry/ferry.h, a CMake package (find_package(Ferry CONFIG)) with exported targets
-# ferry::memory, ferry::kernels, ferry::loader and ferry::runtime, and a pkg-config file.
+# ferry::base, ferry::memory, ferry::kernels, ferry::loader and ferry::runtime, and a pkg-config file.
 include(CMakePackageConfigHelpers)
 
 set(FERRY_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Ferry)
 
-install(TARGETS ferry_memory ferry_kernels ferry_loader ferry_runtime
+install(TARGETS ferry_base ferry_memory ferry_kernels ferry_loader ferry_runtime
   EXPORT FerryTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # Public headers: everything but internal/ and the CUDA parts (which no public header includes).
-install(DIRECTORY memory kernels loader runtime
+install(DIRECTORY base memory kernels loader runtime
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ferry
   FILES_MATCHING PATTERN "*.h"
   PATTERN "internal" EXCLUDE

@@ -6,10 +6,11 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "ferry/loader/internal/table_verifier.h"
+#include "ferry/loader/ferry/internal/table_verifier.h"
+#include "ferry/loader/model/checks.h"
 #include "ferry/runtime/method.h"
 #include "flatbuffers/flatbuffers.h"
-#include "loader/schema/program_generated.h"
+#include "loader/ferry/schema/program_generated.h"
 
 namespace ferry::fuzz {
 namespace {
@@ -65,7 +66,17 @@ DriveResult Drive(const Runtime& runtime, size_t size,
   }
   absl::StatusOr<std::unique_ptr<Program>> program = parse();
   result.parse = program.status();
-  if (program.ok()) result.methods = DriveProgram(runtime, **program);
+  if (!program.ok()) {
+    // Loading verifies the model itself where FERRY_VERIFY_METHODS is set (the test suite).
+    if (absl::IsInternal(program.status())) result.model = program.status();
+    return result;
+  }
+  for (const std::string& name : (*program)->method_names()) {
+    absl::StatusOr<const MethodDef*> method = (*program)->method(name);
+    result.model = method.ok() ? VerifyMethodDef(**method) : method.status();
+    if (!result.model.ok()) return result;
+  }
+  result.methods = DriveProgram(runtime, **program);
   return result;
 }
 
@@ -111,6 +122,7 @@ bool TableVerifiersAgree(absl::Span<const uint8_t> bytes) {
 
 std::string Describe(const DriveResult& result) {
   std::string out = absl::StrCat("parse: ", result.parse.ToString(), "\n");
+  if (!result.model.ok()) absl::StrAppend(&out, "model: ", result.model.ToString(), "\n");
   for (const MethodOutcome& m : result.methods) {
     absl::StrAppend(&out, "method \"", m.name, "\" load: ", m.load.ToString(), "\n");
     if (!m.load.ok()) continue;

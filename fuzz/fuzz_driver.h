@@ -49,6 +49,10 @@ struct MethodOutcome {
 struct DriveResult {
   // Program::FromBytes / FromJson; `methods` is empty unless it is OK.
   absl::Status parse;
+  // VerifyMethodDef (loader/model/checks.h) over every method of a parsed program. Unlike the
+  // other statuses, a failure here is a finding: a reader built a method that breaks the model's
+  // invariants. The fuzz targets stop on it; the regression test expects OK.
+  absl::Status model;
   std::vector<MethodOutcome> methods;
 };
 
@@ -66,9 +70,9 @@ DriveResult DriveJson(const Runtime& runtime, absl::string_view json);
 // Every method in order: load, bind inputs, execute.
 std::vector<MethodOutcome> DriveProgram(const Runtime& runtime, const Program& program);
 
-// Whether Ferry's verifier for its schema (loader/internal/table_verifier.h) gives the verdict of
-// the verifier flatc generates on `bytes`, at the table limit reading uses. The program fuzzer
-// stops on an input where they differ; the regression test checks every stored input.
+// Whether Ferry's verifier for its schema (loader/ferry/internal/table_verifier.h) gives the
+// verdict of the verifier flatc generates on `bytes`, at the table limit reading uses. The program
+// fuzzer stops on an input where they differ; the regression test checks every stored input.
 bool TableVerifiersAgree(absl::Span<const uint8_t> bytes);
 
 // One line per status, for logs and test output.

@@ -48,7 +48,8 @@ std::string CommonDictionary() {
   return dict;
 }
 
-// The JSON form's keys (quoted, as they appear) and enum names, from loader/schema/program.fbs.
+// The JSON form's keys (quoted, as they appear) and enum names, from
+// loader/ferry/schema/program.fbs.
 std::string JsonDictionary() {
   std::string dict = CommonDictionary();
   for (const char* key :

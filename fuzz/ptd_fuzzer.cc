@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "absl/types/span.h"
-#include "ferry/loader/executorch_data.h"
+#include "ferry/loader/executorch/ptd_reader.h"
 
 namespace {
 

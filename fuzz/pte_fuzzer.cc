@@ -10,8 +10,9 @@
 #include <memory>
 
 #include "absl/types/span.h"
-#include "ferry/loader/executorch.h"
-#include "ferry/loader/executorch_import.h"
+#include "ferry/loader/executorch/importer.h"
+#include "ferry/loader/executorch/pte_reader.h"
+#include "ferry/loader/model/checks.h"
 
 namespace {
 
@@ -68,6 +69,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Walk(*program);
   absl::StatusOr<ferry::EtImport> imported = ferry::ImportExecuTorchProgram(*program);
   if (imported.ok()) {
+    // What the importer builds must be a valid model: a method that breaks an invariant would
+    // reach placement and the executor.
+    for (const ferry::MethodDef& method : imported->methods) {
+      if (!ferry::VerifyMethodDef(method).ok()) std::abort();
+    }
     volatile uint8_t sink = 0;
     for (const ferry::MethodDef& method : imported->methods) {
       for (const ferry::ValueDef& value : method.values) sink = sink ^ Touch(value.data);

@@ -5,8 +5,8 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
-#include "ferry/loader/program_builder.h"
-#include "ferry/memory/status_macros.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/loader/ferry/program_builder.h"
 
 namespace ferry::fuzz {
 namespace {

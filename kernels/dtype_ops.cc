@@ -8,9 +8,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
 namespace {
@@ -126,7 +126,7 @@ absl::Status WhereKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* con
 
 // ---- to_dtype -------------------------------------------------------------------------------
 
-// to_dtype(t self, int dtype): self converted to the DType numbered `dtype` (kernels/tensor.h).
+// to_dtype(t self, int dtype): self converted to the DType numbered `dtype` (base/tensor.h).
 // To bool: nonzero (NaN included) is true. Float to integer: truncation toward zero, clamped to
 // the integer's range, NaN to 0 (PyTorch leaves the last two undefined). int64 to int32 wraps,
 // as in PyTorch.

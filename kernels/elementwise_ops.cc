@@ -11,10 +11,10 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
 #include "ferry/kernels/internal/simd_loops.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
 namespace {

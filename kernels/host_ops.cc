@@ -31,13 +31,13 @@
 //   mean(t x, intlist dims, bool keepdim) float32; [] reduces every dim; empty reductions NaN
 //   eq(t, number)                        bool result; any dtype
 //   where(t cond, t a, t b)              cond bool; a, b one dtype (any); all three broadcast
-//   to_dtype(t, int dtype)               cast to the DType numbered dtype (kernels/tensor.h)
+//   to_dtype(t, int dtype)               cast to the DType numbered dtype (base/tensor.h)
 // Views, copies (clone, reshape, cat, copy_), sym_size, embedding's weight and index_put_'s self
 // and values take every dtype (float32, int64, bool, int32); the other ops refuse bool and int32
 // at load (Unimplemented).
+#include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
 namespace {

@@ -13,11 +13,11 @@
 #include <limits>
 #include <vector>
 
+#include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_blas.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
 #include "ferry/kernels/internal/simd_loops.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
 namespace {

@@ -29,11 +29,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "ferry/kernels/tensor.h"
+#include "ferry/base/tensor.h"
 
 namespace ferry {
 

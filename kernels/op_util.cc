@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_join.h"
-#include "ferry/memory/status_macros.h"
+#include "ferry/base/status_macros.h"
 
 namespace ferry::internal {
 

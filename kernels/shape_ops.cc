@@ -10,9 +10,9 @@
 #include <optional>
 #include <vector>
 
+#include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry::internal {
 namespace {

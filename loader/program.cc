@@ -16,21 +16,22 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "ferry/loader/executorch.h"
-#include "ferry/loader/executorch_data.h"
-#include "ferry/loader/executorch_import.h"
-#include "ferry/loader/internal/serialize.h"
-#include "ferry/loader/internal/verify.h"
+#include "ferry/base/huge_pages.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/loader/executorch/importer.h"
+#include "ferry/loader/executorch/ptd_reader.h"
+#include "ferry/loader/executorch/pte_reader.h"
+#include "ferry/loader/ferry/internal/reader.h"
+#include "ferry/loader/ferry/internal/writer.h"
+#include "ferry/loader/model/checks.h"
 #include "ferry/loader/program_mapping.h"
-#include "ferry/memory/huge_pages.h"
-#include "ferry/memory/status_macros.h"
 #include "flatbuffers/idl.h"
 
 namespace ferry {
 namespace {
 
 // Frees a program's or data file's bytes: a mapping on huge pages for large ones
-// (memory/huge_pages.h: reading them faults once per 2 MiB), else heap memory.
+// (base/huge_pages.h: reading them faults once per 2 MiB), else heap memory.
 struct BytesDeleter {
   size_t mapped_bytes = 0;  // 0: heap memory
   void operator()(uint8_t* p) const {
@@ -163,6 +164,21 @@ absl::Status MakeParser(flatbuffers::Parser& parser) {
 
 }  // namespace
 
+// ProgramLoadOptions::verify_methods when unset: FERRY_VERIFY_METHODS, else the build type.
+static bool VerifyMethodsByDefault() {
+  static const bool verify = [] {
+    if (const char* env = std::getenv("FERRY_VERIFY_METHODS"); env != nullptr) {
+      return std::strcmp(env, "0") != 0;
+    }
+#ifdef NDEBUG
+    return false;
+#else
+    return true;
+#endif
+  }();
+  return verify;
+}
+
 struct Program::Storage {
   const uint8_t* data = nullptr;
   size_t size = 0;
@@ -182,9 +198,9 @@ Program::~Program() = default;
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage> storage,
                                                          const absl::Span<const uint8_t>* data,
-                                                         size_t memory_limit) {
+                                                         size_t memory_limit, bool verify) {
   if (storage->size >= 8 && std::memcmp(storage->data + 4, kExecuTorchFileIdentifier, 4) == 0) {
-    return CreateFromExecuTorch(std::move(storage), data, memory_limit);
+    return CreateFromExecuTorch(std::move(storage), data, memory_limit, verify);
   }
   if (data != nullptr) {
     return absl::InvalidArgumentError(
@@ -193,12 +209,14 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage
   FERRY_ASSIGN_OR_RETURN(
       std::vector<MethodDef> methods,
       internal::ReadProgram(absl::MakeConstSpan(storage->data, storage->size), {}, memory_limit));
+  if (verify) FERRY_RETURN_IF_ERROR(VerifyReaderOutput(methods, "Ferry program reader"));
   for (MethodDef& m : methods) m.mapping = storage->mapping.get();
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(methods)));
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
-    std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data, size_t memory_limit) {
+    std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data, size_t memory_limit,
+    bool verify) {
   FERRY_ASSIGN_OR_RETURN(
       EtProgram et,
       ReadExecuTorchProgram(absl::MakeConstSpan(storage->data, storage->size), memory_limit));
@@ -214,6 +232,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
   EtImportOptions import_options;
   import_options.data = data_file.has_value() ? &*data_file : nullptr;
   FERRY_ASSIGN_OR_RETURN(EtImport imported, ImportExecuTorchProgram(et, import_options));
+  if (verify) FERRY_RETURN_IF_ERROR(VerifyReaderOutput(imported.methods, "ExecuTorch importer"));
   // The methods point into the copied constants only, never into the file's bytes.
   storage->imported_constants = std::move(imported.constant_data);
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(imported.methods)));
@@ -276,8 +295,9 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path,
     FERRY_RETURN_IF_ERROR(ReadAll(fd, path, size, storage->owned.get()));
     storage->data = storage->owned.get();
   }
-  absl::StatusOr<std::unique_ptr<Program>> program = Create(
-      std::move(storage), options.data_path.empty() ? nullptr : &data, options.memory_limit_bytes);
+  absl::StatusOr<std::unique_ptr<Program>> program =
+      Create(std::move(storage), options.data_path.empty() ? nullptr : &data,
+             options.memory_limit_bytes, options.verify_methods.value_or(VerifyMethodsByDefault()));
   if (!program.ok()) {
     if (options.data_path.empty()) return WithPath(path, program.status());
     return absl::Status(program.status().code(),
@@ -293,7 +313,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::FromBytes(absl::Span<const uin
   FERRY_ASSIGN_OR_RETURN(storage->owned, CopyAligned(bytes));
   storage->data = storage->owned.get();
   storage->size = bytes.size();
-  return Create(std::move(storage), nullptr, SIZE_MAX);
+  return Create(std::move(storage), nullptr, SIZE_MAX, VerifyMethodsByDefault());
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::FromBytes(absl::Span<const uint8_t> bytes,
@@ -306,7 +326,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::FromBytes(absl::Span<const uin
   // The data file's FlatBuffer is read in place, so it needs the alignment of its scalars.
   FERRY_ASSIGN_OR_RETURN(AlignedBytes data_copy, CopyAligned(data));
   const absl::Span<const uint8_t> aligned(data_copy.get(), data.size());
-  return Create(std::move(storage), &aligned, SIZE_MAX);
+  return Create(std::move(storage), &aligned, SIZE_MAX, VerifyMethodsByDefault());
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::FromJson(absl::string_view json) {

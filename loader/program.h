@@ -4,22 +4,22 @@
 //   FERRY_ASSIGN_OR_RETURN(const MethodDef* forward, program->method("forward"));
 //
 // Load reads or maps the file (constants are used in place, zero-copy) and runs the FlatBuffers
-// verifier's checks (loader/internal/table_verifier.h), then the semantic checks: indices in range,
-// sizes and byte counts that do not overflow, valid dtypes, ranks and dim orders, constant and
-// state data inside the program and of the right size, every argument defined before the node that
-// reads it, every intermediate produced exactly once. Nothing is dereferenced before the verifier
-// has passed. A failure is InvalidArgument naming the element, e.g.
+// verifier's checks (loader/ferry/internal/table_verifier.h), then the semantic checks: indices in
+// range, sizes and byte counts that do not overflow, valid dtypes, ranks and dim orders, constant
+// and state data inside the program and of the right size, every argument defined before the node
+// that reads it, every intermediate produced exactly once. Nothing is dereferenced before the
+// verifier has passed. A failure is InvalidArgument naming the element, e.g.
 //   method "forward", node 12 (add): argument 1 is value 40, but the method has 38 values
 // Files ending in ".json" are parsed as the JSON form with the built-in schema.
 //
 // ExecuTorch programs (.pte, file identifier "ET12" at bytes 4..7) load through the same calls:
-// loader/executorch.h reads and verifies them and loader/executorch_import.h maps their methods
-// onto MethodDefs, so method_names() and method() work alike for both formats. Their constants
-// are copied to 64-byte aligned memory owned by the Program (ExecuTorch aligns them to 16 bytes).
-// Ops, delegates and data the import does not support are Unimplemented, naming the method and
-// the instruction. An ExecuTorch program may keep tensors outside itself, in a data file (.ptd,
-// file identifier "FT01", loader/executorch_data.h), found by fully qualified name: give it in
-// ProgramLoadOptions::data_path (or as the second span of FromBytes). The data file is read and
+// loader/executorch/pte_reader.h reads and verifies them and loader/executorch/importer.h maps
+// their methods onto MethodDefs, so method_names() and method() work alike for both formats. Their
+// constants are copied to 64-byte aligned memory owned by the Program (ExecuTorch aligns them to 16
+// bytes). Ops, delegates and data the import does not support are Unimplemented, naming the method
+// and the instruction. An ExecuTorch program may keep tensors outside itself, in a data file (.ptd,
+// file identifier "FT01", loader/executorch/ptd_reader.h), found by fully qualified name: give it
+// in ProgramLoadOptions::data_path (or as the second span of FromBytes). The data file is read and
 // verified at load, the tensors it provides are copied like the program's other constants, and
 // it is not needed once the call has returned. A program with external tensors loaded without a
 // data file is FailedPrecondition naming the tensor; a tensor the data file lacks is NotFound
@@ -30,9 +30,9 @@
 //   options.data_path = "linear.ptd";
 //   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Program::Load("linear.pte", options));
 //
-// Format invariants (loader/schema/program.fbs): constant and state data start at multiples of 64
-// bytes from the start of the program, and the program's size is a multiple of 64, so that data
-// can be used and copied in place and a truncated file is detected. Ferry's writer
+// Format invariants (loader/ferry/schema/program.fbs): constant and state data start at multiples
+// of 64 bytes from the start of the program, and the program's size is a multiple of 64, so that
+// data can be used and copied in place and a truncated file is detected. Ferry's writer
 // (ProgramBuilder) guarantees both; the JSON form does not need them, since FromJson re-packs what
 // it parses. A binary written by stock `flatc -b` does not align its data (flatc's force_align
 // stops at 32 bytes) and is refused with a message that says so: load its JSON form instead.
@@ -54,6 +54,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,12 +62,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "ferry/loader/method_graph.h"
+#include "ferry/loader/file_identifiers.h"
+#include "ferry/loader/model/method_def.h"
 
 namespace ferry {
 
-// The file identifier of Ferry's binary format (bytes 4..7 of a file).
-inline constexpr char kProgramFileIdentifier[] = "FRRY";
 
 // Program files of at least this many bytes are mapped; smaller ones are read (see above).
 inline constexpr size_t kProgramMapThresholdBytes = size_t{8} << 20;
@@ -81,6 +81,13 @@ struct ProgramLoadOptions {
   // ResourceExhausted before building any of them: a small file can list millions of values or
   // nodes when its lists share tables. SIZE_MAX: no limit of the caller's.
   size_t memory_limit_bytes = SIZE_MAX;
+  // Whether to run VerifyMethodDef (loader/model/checks.h) over every method the reader built,
+  // refusing the program with Internal when one breaks the model's invariants (a bug in Ferry's
+  // reader, never the file's fault: the readers check files before they build). It costs one more
+  // pass over each method. Unset: the environment's FERRY_VERIFY_METHODS decides ("0" off,
+  // anything else on; the test suite sets it to 1), and without it, on in debug builds of Ferry
+  // (NDEBUG undefined) and off otherwise. Load and FromBytes without options use that default.
+  std::optional<bool> verify_methods;
 };
 
 class Program {
@@ -118,12 +125,14 @@ class Program {
   // Verifies the bytes in `storage` and builds the methods over them.
   // `data`, when not null, is the data file's bytes (8-byte aligned).
   // `memory_limit` is ProgramLoadOptions::memory_limit_bytes.
+  // With `verify`, every method built is checked against the model (VerifyReaderOutput).
   static absl::StatusOr<std::unique_ptr<Program>> Create(std::unique_ptr<Storage> storage,
                                                          const absl::Span<const uint8_t>* data,
-                                                         size_t memory_limit);
+                                                         size_t memory_limit, bool verify);
   // The same for an ExecuTorch program (file identifier "ET12").
   static absl::StatusOr<std::unique_ptr<Program>> CreateFromExecuTorch(
-      std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data, size_t memory_limit);
+      std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data, size_t memory_limit,
+      bool verify);
   std::unique_ptr<Storage> storage_;
   std::vector<MethodDef> methods_;
   // Method name -> index of its first method: loading each of M methods costs O(M), not O(M^2).

@@ -1,6 +1,6 @@
 #include "ferry/memory/device_buffer.h"
 
-#include "ferry/memory/status_macros.h"
+#include "ferry/base/status_macros.h"
 
 namespace ferry {
 

@@ -17,9 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_type.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace internal {

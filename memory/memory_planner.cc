@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "ferry/memory/status_macros.h"
+#include "ferry/base/status_macros.h"
 
 namespace ferry {
 namespace {

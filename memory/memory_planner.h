@@ -47,7 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "ferry/memory/huge_pages.h"
+#include "ferry/base/huge_pages.h"
 
 namespace ferry {
 

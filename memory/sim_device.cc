@@ -12,11 +12,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ferry/base/huge_pages.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_type.h"
 #include "ferry/memory/host_device.h"
-#include "ferry/memory/huge_pages.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace {

@@ -39,8 +39,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "ferry/base/tensor.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/kernels/tensor.h"
 #include "ferry/memory/device.h"
 #include "ferry/memory/device_runtime.h"
 

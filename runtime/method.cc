@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "ferry/memory/status_macros.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/runtime/internal/method_impl.h"
 
 namespace ferry {

@@ -38,9 +38,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "ferry/kernels/tensor.h"
-#include "ferry/loader/method_graph.h"
-#include "ferry/loader/placement.h"
+#include "ferry/base/tensor.h"
+#include "ferry/loader/model/method_def.h"
+#include "ferry/loader/plan/placement.h"
 #include "ferry/memory/device.h"
 #include "ferry/runtime/tensor_view.h"
 

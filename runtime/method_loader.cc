@@ -4,7 +4,7 @@
 //   0. CheckTableMemory  the load's own tables (about 1 KiB per node) against host memory: per
 //                        value and node first, then with the argument lists ResolveOps counts
 //   1. ResolveOps        ops and backends by name; every value's layout in an all-host run
-//   2. Place             the placement rules (loader/placement.h): devices, copies, buffers
+//   2. Place             the placement rules (loader/plan/placement.h): devices, copies, buffers
 //   3. ResolveLayouts    one TensorRef per planned buffer, in that buffer's own layout
 //   4. InitBackends      one delegate instance per delegate node, its contract checked
 //   5. PlanArenas        per device: the arena's offsets and the constant region's size
@@ -34,8 +34,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/memory/memory_planner.h"
-#include "ferry/memory/status_macros.h"
 #include "ferry/runtime/internal/load_util.h"
 #include "ferry/runtime/internal/method_impl.h"
 #include "ferry/runtime/internal/replica_cache.h"

@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_blas.h"
-#include "ferry/loader/program_builder.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/memory/device_type.h"
-#include "ferry/memory/status_macros.h"
 #include "ferry/runtime/internal/method_impl.h"
 #include "ferry/runtime/internal/replica_cache.h"
 

@@ -6,7 +6,7 @@
 //   options.skip_h2d_for_method_inputs = true;
 //   FERRY_ASSIGN_OR_RETURN(auto method, rt.LoadMethod(*program, "forward", options));
 //
-// LoadMethod decides everything: op and backend lookup, shape checks, placement (loader/
+// LoadMethod decides everything: op and backend lookup, shape checks, placement (loader/plan/
 // placement.h), arena planning, allocation, constants materialized on their devices, backend
 // initialization. Either a fully loaded Method is returned or nothing is: every resource acquired
 // on the way is released on error.

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "ferry/kernels/tensor.h"
+#include "ferry/base/tensor.h"
 #include "ferry/memory/device.h"
 
 namespace ferry {

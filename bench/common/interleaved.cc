@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "ferry/memory/status_macros.h"
+#include "ferry/base/status_macros.h"
 
 namespace ferry::bench {
 namespace {

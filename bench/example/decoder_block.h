@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ferry/loader/program_builder.h"
+#include "ferry/loader/ferry/program_builder.h"
 
 namespace ferry::example {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "ferry/loader/program_builder.h"
+#include "ferry/loader/ferry/program_builder.h"
 
 namespace ferry::example {
 

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "ferry/memory/status_macros.h"
+#include "ferry/base/status_macros.h"
 
 namespace ferry::peers {
 namespace {

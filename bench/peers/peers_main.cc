@@ -42,10 +42,10 @@
 #include "bench/common/interleaved.h"
 #include "bench/peers/onnx_writer.h"
 #include "bench/peers/ort_peer.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_blas.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
-#include "ferry/memory/status_macros.h"
 #include "ferry/runtime/runtime.h"
 
 #ifndef FERRY_ORT_LIB_DEFAULT

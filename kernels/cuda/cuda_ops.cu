@@ -30,12 +30,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/base/tensor.h"
 #include "ferry/kernels/cuda/cuda_ops.h"
 #include "ferry/kernels/internal/op_util.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/kernels/tensor.h"
 #include "ferry/memory/cuda/cuda_status.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace {

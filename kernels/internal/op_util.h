@@ -25,8 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "ferry/base/tensor.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/kernels/tensor.h"
 
 namespace ferry::internal {
 

@@ -55,6 +55,32 @@ class CopyBudget {
   size_t string_bytes_;
 };
 
+// The length of a header that starts at byte `offset` of `file` with a 4-byte magic and a 4-byte
+// little-endian length counted from the magic, and whose fields take `min_length` bytes: nullopt,
+// with the reason in `*error` (starting with `name`, e.g. "the header"), when the fields run past
+// the file, the length does not cover them, or the length runs past the file.
+inline std::optional<uint32_t> ReadHeaderLength(absl::string_view name, const uint8_t* file,
+                                                uint64_t file_size, uint64_t offset,
+                                                uint32_t min_length, std::string* error) {
+  if (file_size < offset + min_length) {
+    *error = absl::StrCat(name, " is cut short: the file is ", file_size,
+                          " bytes, and the header's fields end at byte ", offset + min_length);
+    return std::nullopt;
+  }
+  const uint32_t length = static_cast<uint32_t>(ReadLE(file + offset + 4, 4));
+  if (length < min_length) {
+    *error = absl::StrCat(name, "'s length is ", length, " bytes, less than the ", min_length,
+                          " bytes of its fields");
+    return std::nullopt;
+  }
+  if (offset + uint64_t{length} > file_size) {
+    *error = absl::StrCat(name, "'s length, ", length,
+                          " bytes, runs past the end of the file (", file_size, " bytes)");
+    return std::nullopt;
+  }
+  return length;
+}
+
 // A name from the file, quoted and escaped for messages.
 inline std::string Quoted(absl::string_view s) {
   return absl::StrCat("\"", absl::CHexEscape(s), "\"");

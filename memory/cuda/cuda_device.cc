@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/memory/cuda/cuda_status.h"
 #include "ferry/memory/cuda/strided_copy.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_type.h"
 #include "ferry/memory/host_device.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace {

@@ -18,8 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/memory/device_buffer.h"
-#include "ferry/memory/status_macros.h"
 #include "ferry/runtime/cli/commands.h"
 #include "ferry/runtime/cli/internal.h"
 

@@ -14,9 +14,9 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "ferry/base/huge_pages.h"
+#include "ferry/base/tensor.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/kernels/tensor.h"
-#include "ferry/memory/huge_pages.h"
 
 namespace ferry::internal {
 

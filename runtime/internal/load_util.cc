@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/loader/program_mapping.h"
-#include "ferry/memory/status_macros.h"
 
 namespace ferry {
 namespace internal {

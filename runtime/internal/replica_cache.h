@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "ferry/kernels/tensor.h"
+#include "ferry/base/tensor.h"
 #include "ferry/memory/device.h"
 #include "ferry/memory/device_buffer.h"
 

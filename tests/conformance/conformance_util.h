@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "gtest/gtest.h"
-#include "ferry/loader/program_builder.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/memory/device_registry.h"
+#include "gtest/gtest.h"
 #include "tests/testing/method_harness.h"
 #include "tests/testing/status_matchers.h"
 

@@ -11,15 +11,15 @@
 #include <vector>
 
 #include "bench/example/decoder_block.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
+#include "ferry/base/tensor.h"
 #include "ferry/kernels/cuda/cuda_ops.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/kernels/tensor.h"
 #include "ferry/memory/cuda/cuda_device.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/host_device.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/conformance/conformance_util.h"
 #include "tests/testing/method_harness.h"
 #include "tests/testing/status_matchers.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
-#include "ferry/kernels/tensor.h"
+#include "ferry/base/tensor.h"
 #include "ferry/memory/host_device.h"
+#include "gtest/gtest.h"
 
 namespace ferry::internal {
 namespace {

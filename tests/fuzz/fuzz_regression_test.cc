@@ -77,6 +77,7 @@ TEST(FuzzSeeds, EverySeedLoadsAndExecutesInBothForms) {
          {fuzz::DriveBytes(runtime, seed.bytes), fuzz::DriveJson(runtime, json)}) {
       SCOPED_TRACE(absl::StrCat("seed ", seed.name, "\n", fuzz::Describe(r)));
       EXPECT_OK(r.parse);
+      EXPECT_OK(r.model);
       EXPECT_FALSE(r.methods.empty());
       for (const fuzz::MethodOutcome& m : r.methods) {
         EXPECT_OK(m.load);
@@ -95,6 +96,7 @@ TEST_P(FuzzRegression, DoesNotCrash) {
   Runtime runtime(fuzz::FuzzRuntimeOptions());
   fuzz::DriveResult r = Replay(runtime, GetParam().path);
   std::printf("%s\n%s", GetParam().path.c_str(), fuzz::Describe(r).c_str());
+  EXPECT_OK(r.model);
   if (fs::path(GetParam().path).extension() != ".json") {
     const std::string bytes = ReadFile(GetParam().path);
     EXPECT_TRUE(fuzz::TableVerifiersAgree(
@@ -119,6 +121,7 @@ TEST_P(FuzzRepro, DoesNotCrash) {
   Runtime runtime(fuzz::FuzzRuntimeOptions());
   fuzz::DriveResult r = Replay(runtime, GetParam().path);
   std::printf("%s\n%s", GetParam().path.c_str(), fuzz::Describe(r).c_str());
+  EXPECT_OK(r.model);
 }
 
 std::vector<CorpusFile> ReproFiles() {

@@ -15,9 +15,9 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "gtest/gtest.h"
+#include "ferry/base/tensor.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/kernels/tensor.h"
+#include "gtest/gtest.h"
 
 namespace ferry::testing {
 

@@ -14,10 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "gtest/gtest.h"
+#include "ferry/base/tensor.h"
 #include "ferry/kernels/internal/simd_loops.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/kernels/tensor.h"
+#include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

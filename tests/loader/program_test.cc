@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "ferry/loader/program_builder.h"
-#include "ferry/memory/huge_pages.h"
+#include "ferry/base/huge_pages.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/loader/test_ops.h"
@@ -126,7 +126,7 @@ TEST_F(ProgramTest, FromBytesCopiesIntoAlignedMemory) {
   EXPECT_EQ(w0, 1.0f);
 }
 
-// A program of several MiB is copied onto huge pages (memory/huge_pages.h) where the kernel
+// A program of several MiB is copied onto huge pages (base/huge_pages.h) where the kernel
 // gives them; its content and alignment are what a heap copy gives.
 TEST_F(ProgramTest, FromBytesCopiesALargeProgramIntact) {
   ProgramBuilder pb;

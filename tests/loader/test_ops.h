@@ -17,8 +17,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "ferry/base/tensor.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/kernels/tensor.h"
 
 namespace ferry::testing {
 

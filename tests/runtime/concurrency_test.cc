@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
 #include "ferry/memory/parallel_memcpy.h"
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"

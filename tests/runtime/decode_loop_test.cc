@@ -12,12 +12,12 @@
 #include <utility>
 #include <vector>
 
-#include "gtest/gtest.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_buffer.h"
-#include "ferry/memory/status_macros.h"
 #include "ferry/runtime/runtime.h"
+#include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

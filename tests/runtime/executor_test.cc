@@ -9,13 +9,13 @@
 #include <new>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/sim_device.h"
 #include "ferry/runtime/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/conformance/conformance_util.h"
 #include "tests/testing/method_harness.h"
 #include "tests/testing/status_matchers.h"

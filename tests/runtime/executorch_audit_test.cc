@@ -1,5 +1,5 @@
-// The exporter's placement audited against Ferry's (loader/exporter_audit.h): programs written as
-// .pte files with the exporter's copies (et_copy::_h2d_copy.out, _d2h_copy.out), device
+// The exporter's placement audited against Ferry's (loader/plan/exporter_audit.h): programs written
+// as .pte files with the exporter's copies (et_copy::_h2d_copy.out, _d2h_copy.out), device
 // annotations and delegates on cuda:0 and cpu. Each test states which copies Ferry's rules
 // (docs/placement.md) make for its program and checks that the audit reports exactly the
 // differences with the exporter's, then runs the program with the sim guard on against the
@@ -18,18 +18,18 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "ferry/loader/executorch.h"
-#include "ferry/loader/exporter_audit.h"
+#include "ferry/loader/executorch/pte_reader.h"
+#include "ferry/loader/ferry/program_builder.h"
+#include "ferry/loader/plan/exporter_audit.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
 #include "ferry/runtime/backend.h"
 #include "ferry/runtime/cli/commands.h"
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/ptd_builder.h"
 #include "tests/testing/cli_run.h"
 #include "tests/testing/et_program_parts.h"
+#include "tests/testing/ptd_builder.h"
 #include "tests/testing/pte_writer.h"
 #include "tests/testing/status_matchers.h"
 

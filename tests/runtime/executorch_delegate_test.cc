@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ferry/loader/executorch.h"
-#include "ferry/loader/executorch_import.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/loader/executorch/importer.h"
+#include "ferry/loader/executorch/pte_reader.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
-#include "ferry/memory/status_macros.h"
 #include "ferry/runtime/backend.h"
 #include "ferry/runtime/plan_printer.h"
 #include "ferry/runtime/runtime.h"

@@ -5,9 +5,9 @@
 #include <memory>
 #include <vector>
 
+#include "ferry/base/status_macros.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
-#include "ferry/memory/status_macros.h"
 #include "ferry/runtime/backend.h"
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"

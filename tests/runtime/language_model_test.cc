@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "bench/example/decoder_block.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/loader/program.h"
+#include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/loader/program.h"
-#include "ferry/memory/status_macros.h"
-#include "ferry/runtime/runtime.h"
 #include "tests/testing/reference_decoder.h"
 #include "tests/testing/status_matchers.h"
 

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "ferry/loader/ferry/program_builder.h"
+#include "ferry/loader/program.h"
+#include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
-#include "ferry/runtime/runtime.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

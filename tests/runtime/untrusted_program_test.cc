@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "bench/example/load_programs.h"
+#include "ferry/base/huge_pages.h"
 #include "ferry/kernels/op_registry.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/host_device.h"
-#include "ferry/memory/huge_pages.h"
 #include "ferry/memory/sim_device.h"
 #include "ferry/runtime/internal/load_util.h"
 #include "ferry/runtime/plan_printer.h"

@@ -1,5 +1,5 @@
-// Pieces of hand-made ExecuTorch programs (loader/executorch.h) for tests: values, kernel calls,
-// and a backend registered under an ExecuTorch backend id.
+// Pieces of hand-made ExecuTorch programs (loader/executorch/pte_reader.h) for tests: values,
+// kernel calls, and a backend registered under an ExecuTorch backend id.
 #ifndef FERRY_TESTS_TESTING_ET_PROGRAM_PARTS_H_
 #define FERRY_TESTS_TESTING_ET_PROGRAM_PARTS_H_
 
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "ferry/loader/executorch.h"
+#include "ferry/loader/executorch/pte_reader.h"
 #include "ferry/runtime/backend.h"
 
 namespace ferry::testing {

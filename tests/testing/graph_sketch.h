@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "ferry/loader/method_graph.h"
-#include "ferry/loader/placement.h"
+#include "ferry/loader/model/method_def.h"
+#include "ferry/loader/plan/placement.h"
 
 namespace ferry::testing {
 

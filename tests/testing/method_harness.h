@@ -27,10 +27,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
-#include "ferry/loader/program_builder.h"
 #include "ferry/memory/device_buffer.h"
-#include "ferry/memory/status_macros.h"
 #include "ferry/runtime/runtime.h"
 
 namespace ferry::testing {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "flatbuffers/flatbuffers.h"
-#include "loader/schema/executorch_data_generated.h"
+#include "loader/executorch/schema/executorch_data_generated.h"
 
 namespace ferry::testing {
 

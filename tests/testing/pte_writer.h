@@ -1,6 +1,6 @@
 // Writes ExecuTorch program files (.pte) for tests, from the plain data the reader produces
-// (loader/executorch.h), so that a hand-made program goes through the file format, the reader and
-// the import exactly as an exported one does.
+// (loader/executorch/pte_reader.h), so that a hand-made program goes through the file format, the
+// reader and the import exactly as an exported one does.
 //
 //   EtProgram p = ...;                        // methods with values, operators, kernel calls
 //   std::vector<uint8_t> bytes = WritePte(p);
@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "ferry/loader/executorch.h"
+#include "ferry/loader/executorch/pte_reader.h"
 #include "flatbuffers/flatbuffers.h"
-#include "loader/schema/executorch_program_generated.h"
+#include "loader/executorch/schema/executorch_program_generated.h"
 
 namespace ferry::testing {
 

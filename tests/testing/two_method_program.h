@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ferry/loader/program_builder.h"
+#include "ferry/loader/ferry/program_builder.h"
 
 namespace ferry::testing {
 

@@ -1,0 +1,155 @@
+// Tensors as kernels see them: plain metadata plus a data pointer, and scalars.
+//
+// TensorRef is a fixed-size POD (no heap): the executor builds every TensorRef at load and kernels
+// read and write through them during Execute without allocating. Sizes and strides are in
+// elements; `data` already includes any view offset.
+//
+//   TensorRef t = TensorRef::Contiguous(DType::kFloat32, {2, 3}, buffer);
+//   t.numel();    // 6
+//   t.nbytes();   // 24 (the dense size; see StorageBytes for a strided extent)
+//
+// TensorMeta is the load-time description of a tensor value (dtype, sizes, dim order); it may
+// allocate.
+#ifndef FERRY_BASE_TENSOR_H_
+#define FERRY_BASE_TENSOR_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
+
+namespace ferry {
+
+// The numbers are stored in program files (loader/ferry/schema/program.fbs): new dtypes are
+// appended. Ops support float32 and int64 unless their schema says otherwise; bool (one byte, 0 or
+// 1) and int32 are carried by copies and views and produced by comparisons and casts.
+enum class DType : uint8_t { kFloat32 = 0, kInt64 = 1, kBool = 2, kInt32 = 3 };
+
+// Whether `dtype` is one of the values above (a DType read from bytes may be anything).
+bool IsKnownDType(DType dtype);
+
+// Bytes per element; "float32", "int64", "bool", "int32".
+size_t DTypeSize(DType dtype);
+const char* DTypeName(DType dtype);
+
+inline constexpr int kMaxRank = 8;
+
+struct TensorRef {
+  void* data = nullptr;
+  DType dtype = DType::kFloat32;
+  int32_t rank = 0;
+  std::array<int64_t, kMaxRank> sizes{};
+  std::array<int64_t, kMaxRank> strides{};
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= sizes[i];
+    return n;
+  }
+  size_t element_size() const { return DTypeSize(dtype); }
+  // Bytes of the elements themselves (numel * element size).
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  // Row-major contiguous.
+  bool IsContiguous() const;
+
+  template <typename T>
+  T* data_as() const {
+    return static_cast<T*>(data);
+  }
+
+  // A row-major contiguous tensor over `sizes`.
+  static TensorRef Contiguous(DType dtype, absl::Span<const int64_t> sizes, void* data = nullptr);
+};
+
+// Element offset of the multi-index `index` (rank entries) in `t`.
+inline int64_t ElementOffset(const TensorRef& t, const int64_t* index) {
+  int64_t off = 0;
+  for (int i = 0; i < t.rank; ++i) off += index[i] * t.strides[i];
+  return off;
+}
+
+// Sizes of a tensor at load: inline up to rank 4, so most values allocate nothing.
+using TensorSizes = absl::InlinedVector<int64_t, 4>;
+
+// Load-time description of a tensor value.
+struct TensorMeta {
+  DType dtype = DType::kFloat32;
+  TensorSizes sizes;
+  // Physical order of dimensions, outermost first: {0, 1, ..., rank-1} is row-major; {1, 0} on a
+  // 2-D tensor is column-major (a stored transpose); {0, 2, 3, 1} on 4-D is channels-last.
+  // Empty means row-major.
+  std::vector<int32_t> dim_order;
+
+  int32_t rank() const { return static_cast<int32_t>(sizes.size()); }
+  // The dim order with the empty default expanded.
+  std::vector<int32_t> ResolvedDimOrder() const;
+  // Dense strides (elements) for sizes laid out in dim_order.
+  std::vector<int64_t> DenseStrides() const;
+  // numel * element size, or nullopt on overflow.
+  std::optional<size_t> ByteSize() const;
+  // A TensorRef with this metadata, dense in dim_order, pointing at `data`.
+  TensorRef ToRef(void* data = nullptr) const;
+  // The same written into `out` (every field; sizes and strides past the rank zero): a table of
+  // TensorRefs is filled in place, with no copy of a temporary.
+  void FillRef(TensorRef& out, void* data = nullptr) const;
+  // "float32[2, 2]" (plus " dim_order (1, 0)" when not row-major).
+  std::string ToString() const;
+
+  friend bool operator==(const TensorMeta&, const TensorMeta&) = default;
+};
+
+// Whether (sizes, strides) is dense: every element at a distinct offset in [0, numel) with no gaps,
+// i.e. a permutation of the dimensions of a row-major layout (size-1 dimensions ignored). On
+// success, `*dim_order` (if not null) receives that permutation.
+bool IsDenseLayout(absl::Span<const int64_t> sizes, absl::Span<const int64_t> strides,
+                   std::vector<int32_t>* dim_order);
+
+// Scalar values passed to ops: an integer, a floating point number, a boolean, or a list of
+// integers (sizes, dims).
+struct Scalar {
+  enum class Kind : uint8_t { kInt, kDouble, kBool, kIntList };
+  Kind kind = Kind::kInt;
+  int64_t i = 0;
+  double d = 0.0;
+  bool b = false;
+  std::vector<int64_t> list;
+
+  static Scalar Int(int64_t v) {
+    Scalar s;
+    s.kind = Kind::kInt;
+    s.i = v;
+    return s;
+  }
+  static Scalar Double(double v) {
+    Scalar s;
+    s.kind = Kind::kDouble;
+    s.d = v;
+    return s;
+  }
+  static Scalar Bool(bool v) {
+    Scalar s;
+    s.kind = Kind::kBool;
+    s.b = v;
+    return s;
+  }
+  static Scalar IntList(std::vector<int64_t> v) {
+    Scalar s;
+    s.kind = Kind::kIntList;
+    s.list = std::move(v);
+    return s;
+  }
+  // Numeric value as double (int, double or bool).
+  double AsDouble() const;
+  std::string ToString() const;
+  friend bool operator==(const Scalar&, const Scalar&) = default;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_BASE_TENSOR_H_

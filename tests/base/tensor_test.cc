@@ -1,0 +1,90 @@
+// Ferry's tensor vocabulary (base/tensor.h): dtypes, dense layouts in a dim order, byte sizes,
+// TensorRefs and scalars, against values worked out by hand.
+#include "ferry/base/tensor.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ferry {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(DType, SizesAndNames) {
+  EXPECT_EQ(DTypeSize(DType::kFloat32), 4u);
+  EXPECT_EQ(DTypeSize(DType::kInt64), 8u);
+  EXPECT_EQ(DTypeSize(DType::kBool), 1u);
+  EXPECT_EQ(DTypeSize(DType::kInt32), 4u);
+  EXPECT_STREQ(DTypeName(DType::kInt32), "int32");
+  EXPECT_TRUE(IsKnownDType(DType::kInt32));
+  EXPECT_FALSE(IsKnownDType(static_cast<DType>(200)));
+}
+
+TEST(TensorMeta, DenseStridesFollowTheDimOrder) {
+  TensorMeta row_major{DType::kFloat32, {2, 3, 4}, {}};
+  EXPECT_THAT(row_major.DenseStrides(), ElementsAre(12, 4, 1));
+  EXPECT_THAT(row_major.ResolvedDimOrder(), ElementsAre(0, 1, 2));
+  // Channels-last [N, C, H, W] = [1, 3, 2, 2]: C varies fastest, then W, then H.
+  TensorMeta channels_last{DType::kFloat32, {1, 3, 2, 2}, {0, 2, 3, 1}};
+  EXPECT_THAT(channels_last.DenseStrides(), ElementsAre(12, 1, 6, 3));
+  // A stored transpose of [2, 3]: column-major.
+  TensorMeta transposed{DType::kFloat32, {2, 3}, {1, 0}};
+  EXPECT_THAT(transposed.DenseStrides(), ElementsAre(1, 2));
+  EXPECT_EQ(transposed.ToString(), "float32[2, 3] dim_order (1, 0)");
+  EXPECT_EQ(row_major.ToString(), "float32[2, 3, 4]");
+}
+
+TEST(TensorMeta, ByteSize) {
+  EXPECT_EQ((TensorMeta{DType::kInt64, {5, 2}, {}}).ByteSize(), 80u);
+  EXPECT_EQ((TensorMeta{DType::kFloat32, {}, {}}).ByteSize(), 4u);  // a 0-d tensor
+  EXPECT_EQ((TensorMeta{DType::kFloat32, {3, 0}, {}}).ByteSize(), 0u);
+  EXPECT_EQ((TensorMeta{DType::kFloat32, {int64_t{1} << 62, 8}, {}}).ByteSize(), std::nullopt);
+}
+
+TEST(TensorRef, ContiguousAndOffsets) {
+  float data[6] = {};
+  TensorRef t = TensorRef::Contiguous(DType::kFloat32, {2, 3}, data);
+  EXPECT_EQ(t.rank, 2);
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_EQ(t.nbytes(), 24u);
+  EXPECT_EQ(t.strides[0], 3);
+  EXPECT_EQ(t.strides[1], 1);
+  EXPECT_TRUE(t.IsContiguous());
+  const int64_t index[2] = {1, 2};
+  EXPECT_EQ(ElementOffset(t, index), 5);
+  // The transposed view of the same memory is not row-major.
+  TensorRef view = t;
+  view.sizes[0] = 3;
+  view.sizes[1] = 2;
+  view.strides[0] = 1;
+  view.strides[1] = 3;
+  EXPECT_FALSE(view.IsContiguous());
+}
+
+TEST(IsDenseLayout, PermutationsOfRowMajorOnly) {
+  std::vector<int32_t> order;
+  const std::vector<int64_t> sizes = {2, 3};
+  const std::vector<int64_t> column_major = {1, 2};
+  EXPECT_TRUE(IsDenseLayout(sizes, column_major, &order));
+  EXPECT_THAT(order, ElementsAre(1, 0));
+  const std::vector<int64_t> gapped = {4, 1};  // a row stride of 4 for rows of 3: a gap
+  EXPECT_FALSE(IsDenseLayout(sizes, gapped, nullptr));
+  const std::vector<int64_t> overlapping = {1, 1};
+  EXPECT_FALSE(IsDenseLayout(sizes, overlapping, nullptr));
+}
+
+TEST(Scalar, ValuesAndText) {
+  EXPECT_EQ(Scalar::Int(-3).AsDouble(), -3.0);
+  EXPECT_EQ(Scalar::Bool(true).AsDouble(), 1.0);
+  EXPECT_EQ(Scalar::Double(0.5).AsDouble(), 0.5);
+  EXPECT_EQ(Scalar::IntList({1, 2}).ToString(), "[1, 2]");
+  EXPECT_EQ(Scalar::Bool(false).ToString(), "false");
+  EXPECT_EQ(Scalar::Int(7), Scalar::Int(7));
+  EXPECT_NE(Scalar::Int(7), Scalar::Double(7));
+}
+
+}  // namespace
+}  // namespace ferry
