@@ -14,8 +14,9 @@
 //    ExecuTorch aligns constants to 16 bytes only;
 //  - Int, Double, Bool values and IntLists (whose items are value indices of Int values) become
 //    kScalar values where an op reads them;
-//  - each kernel call becomes one or a few host op nodes (the table in importer.cc);
-//    ExecuTorch writes results into preallocated `out` values and reuses them, Ferry produces
+//  - each kernel call becomes one or a few host op nodes (one table per op family,
+//    loader/executorch/ops/); ExecuTorch writes results into preallocated `out` values and reuses
+// them, Ferry produces
 //    each intermediate once, so every result gets its own value and a later read of the ExecuTorch
 //    value (and a method output) refers to its latest producer;
 //  - ExecuTorch's *_copy ops (permute, expand, slice, squeeze, unsqueeze) become Ferry's view op

@@ -1,0 +1,117 @@
+// ExecuTorch's casts, comparisons and selection, onto kernels/dtype_ops.cc.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/loader/executorch/internal/method_importer.h"
+#include "ferry/loader/executorch/ops/ops.h"
+
+namespace ferry::internal {
+namespace {
+
+// Element i of an int64 constant as float32.
+void Int64ToFloat(const uint8_t* from, size_t i, uint8_t* to) {
+  int64_t x;
+  std::memcpy(&x, from + i * sizeof(x), sizeof(x));
+  const float y = static_cast<float>(x);
+  std::memcpy(to + i * sizeof(y), &y, sizeof(y));
+}
+
+// Element i of a float32 constant as int64: PyTorch truncates toward zero; out-of-range values
+// are undefined there, clamped here, and NaN is 0.
+void FloatToInt64(const uint8_t* from, size_t i, uint8_t* to) {
+  float x;
+  std::memcpy(&x, from + i * sizeof(x), sizeof(x));
+  int64_t y = 0;
+  if (x >= 9.2233715e18f) {
+    y = std::numeric_limits<int64_t>::max();
+  } else if (x <= -9.2233715e18f) {
+    y = std::numeric_limits<int64_t>::min();
+  } else if (x == x) {
+    y = static_cast<int64_t>(x);
+  }
+  std::memcpy(to + i * sizeof(y), &y, sizeof(y));
+}
+
+// _to_dim_order_copy(self, non_blocking, dim_order) and _clone_dim_order (the same without a
+// dtype change): a copy, a cast, or a layout change.
+absl::Status ImportDimOrderCopy(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  if (m.value(args[2]).kind != EtValueKind::kNull) {
+    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> order, m.IntList(args[2], "dim_order"));
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i] != static_cast<int64_t>(i)) {
+        return m.Unimplemented(absl::StrCat("dim_order (", absl::StrJoin(order, ", "),
+                                            ") is a layout change; only row-major is supported"));
+      }
+    }
+  }
+  FERRY_ASSIGN_OR_RETURN(TensorMeta from, m.MetaOf(args[0]));
+  FERRY_ASSIGN_OR_RETURN(TensorMeta to, m.MetaOf(out));
+  if (from.dtype == to.dtype) {
+    FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+    FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+    m.AddNode("clone", {a}, r);
+    return absl::OkStatus();
+  }
+  if (!from.dim_order.empty() || from.sizes != to.sizes) {
+    return m.Unimplemented(absl::StrCat("a cast from ", DTypeName(from.dtype), " to ",
+                                        DTypeName(to.dtype),
+                                        " that also changes the layout or shape is not supported"));
+  }
+  MethodImporter::ElementCast fold = nullptr;
+  if (from.dtype == DType::kInt64 && to.dtype == DType::kFloat32) fold = &Int64ToFloat;
+  if (from.dtype == DType::kFloat32 && to.dtype == DType::kInt64) fold = &FloatToInt64;
+  if (fold != nullptr && m.IsUnwrittenConstant(args[0])) {
+    // A constant: cast once, here, into a new constant.
+    m.FoldConstantCast(args[0], out, std::move(to), fold);
+    return absl::OkStatus();
+  }
+  // A cast at run time.
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  const ValueId code = m.AddScalar(Scalar::Int(static_cast<int64_t>(to.dtype)),
+                                   absl::StrCat("dtype ", DTypeName(to.dtype)));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode("to_dtype", {a, code}, r);
+  return absl::OkStatus();
+}
+
+// eq.Scalar(self, other).
+absl::Status ImportEqScalar(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(Scalar other, m.NumberValue(args[1], "other"));
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  const ValueId o = m.AddScalar(std::move(other), absl::StrCat("value ", args[1]));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode("eq", {a, o}, r);
+  return absl::OkStatus();
+}
+
+// where.self(condition, self, other).
+absl::Status ImportWhere(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(ValueId c, m.ReadTensor(args[0]));
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[1]));
+  FERRY_ASSIGN_OR_RETURN(ValueId b, m.ReadTensor(args[2]));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode("where", {c, a, b}, r);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Span<const EtOpMapping> DTypeEtOps() {
+  static constexpr EtOpMapping kOps[] = {
+      {"dim_order_ops::_to_dim_order_copy.out", 3, &ImportDimOrderCopy},
+      {"dim_order_ops::_clone_dim_order.out", 3, &ImportDimOrderCopy},
+      {"aten::eq.Scalar_out", 2, &ImportEqScalar},
+      {"aten::where.self_out", 3, &ImportWhere},
+  };
+  return kOps;
+}
+
+}  // namespace ferry::internal

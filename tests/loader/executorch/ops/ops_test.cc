@@ -1,0 +1,93 @@
+// The ExecuTorch op tables (loader/executorch/ops/ops.h): every family lists the overloads it
+// maps with the argument counts of ATen's schemas (written out here from the schemas, without
+// `out`), no overload is mapped twice, and the lookup finds each through one table.
+#include "ferry/loader/executorch/ops/ops.h"
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ferry::internal {
+namespace {
+
+using ::testing::UnorderedElementsAreArray;
+
+using Rows = std::vector<std::pair<std::string, int>>;
+
+Rows RowsOf(absl::Span<const EtOpMapping> table) {
+  Rows rows;
+  for (const EtOpMapping& m : table) rows.emplace_back(m.et_name, m.num_args);
+  return rows;
+}
+
+TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
+  // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out), and so on.
+  EXPECT_THAT(RowsOf(ElementwiseEtOps()),
+              UnorderedElementsAreArray(Rows{{"aten::add.out", 3},
+                                             {"aten::sub.out", 3},
+                                             {"aten::mul.out", 2},
+                                             {"aten::div.out", 2},
+                                             {"aten::relu.out", 1},
+                                             {"aten::copy.out", 3},
+                                             {"aten::copy_", 3}}));
+  EXPECT_THAT(RowsOf(LinalgEtOps()),
+              UnorderedElementsAreArray(Rows{{"aten::mm.out", 2},
+                                             {"aten::addmm.out", 5},
+                                             {"aten::linear.out", 3},
+                                             {"aten::_softmax.out", 3}}));
+  EXPECT_THAT(RowsOf(ShapeEtOps()),
+              UnorderedElementsAreArray(Rows{{"aten::clone.out", 2},
+                                             {"aten::permute_copy.out", 2},
+                                             {"aten::view_copy.out", 2},
+                                             {"aten::expand_copy.out", 3},
+                                             {"aten::slice_copy.Tensor_out", 5},
+                                             {"aten::squeeze_copy.dim_out", 2},
+                                             {"aten::squeeze_copy.dims_out", 2},
+                                             {"aten::unsqueeze_copy.out", 2},
+                                             {"aten::cat.out", 2}}));
+  EXPECT_THAT(RowsOf(DTypeEtOps()),
+              UnorderedElementsAreArray(Rows{{"dim_order_ops::_to_dim_order_copy.out", 3},
+                                             {"dim_order_ops::_clone_dim_order.out", 3},
+                                             {"aten::eq.Scalar_out", 2},
+                                             {"aten::where.self_out", 3}}));
+  EXPECT_THAT(RowsOf(ReduceEtOps()), UnorderedElementsAreArray(Rows{{"aten::mean.out", 4}}));
+  EXPECT_THAT(RowsOf(IndexEtOps()), UnorderedElementsAreArray(Rows{{"aten::index_put.out", 4},
+                                                                   {"aten::index_put_", 4}}));
+  EXPECT_THAT(RowsOf(ExporterCopyEtOps()),
+              UnorderedElementsAreArray(Rows{{"et_copy::_h2d_copy.out", 1},
+                                             {"et_copy::_d2h_copy.out", 1}}));
+}
+
+TEST(EtOpTables, InPlaceOverloadsAreMarked) {
+  for (absl::Span<const EtOpMapping> table : AllEtOpTables()) {
+    for (const EtOpMapping& m : table) {
+      const std::string name = m.et_name;
+      // ATen's in-place overloads end in "_" and have no `out`.
+      EXPECT_EQ(m.in_place, name.back() == '_') << name;
+      EXPECT_NE(m.import, nullptr) << name;
+    }
+  }
+}
+
+TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
+  std::set<std::string> seen;
+  size_t rows = 0;
+  for (absl::Span<const EtOpMapping> table : AllEtOpTables()) {
+    for (const EtOpMapping& m : table) {
+      ++rows;
+      EXPECT_TRUE(seen.insert(m.et_name).second) << m.et_name << " is in two tables";
+      EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
+    }
+  }
+  EXPECT_EQ(rows, 29u);
+  EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
+  EXPECT_EQ(FindEtOp("aten::convolution.out"), nullptr);
+  EXPECT_EQ(FindEtOp(""), nullptr);
+}
+
+}  // namespace
+}  // namespace ferry::internal
