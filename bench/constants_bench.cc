@@ -71,7 +71,7 @@ void BM_ConstantMaterialization(benchmark::State& state) {
     return;
   }
   RuntimeOptions options;
-  options.sim_guard = false;
+  options.sim.guard = false;
   Runtime rt(options);
   DeviceRuntime& sim = *rt.devices().Find(Device::Sim(0));
   const size_t bytes = mib << 20;

@@ -35,8 +35,8 @@ void BM_CopyVsMemcpy(benchmark::State& state) {
   // Small copies are timed in batches, so the clock's own cost (tens of ns here) stays out.
   const int batch = static_cast<int>(std::max<size_t>(1, (size_t{1} << 20) / bytes));
   DeviceRegistryOptions options;
-  options.sim_guard = false;
-  options.use_cuda = false;
+  options.sim.guard = false;
+  options.cuda.enabled = false;
   auto devices = DeviceRegistry::CreateDefault(options);
   DeviceRuntime* sim0 = devices->Find(Device::Sim(0));
   DeviceRuntime* sim1 = devices->Find(Device::Sim(1));
@@ -89,8 +89,8 @@ BENCHMARK(BM_CopyVsMemcpy)
 void BM_StridedCopy(benchmark::State& state) {
   const int64_t n = state.range(0);
   DeviceRegistryOptions options;
-  options.sim_guard = false;
-  options.use_cuda = false;
+  options.sim.guard = false;
+  options.cuda.enabled = false;
   auto devices = DeviceRegistry::CreateDefault(options);
   DeviceRuntime* sim0 = devices->Find(Device::Sim(0));
   const size_t bytes = static_cast<size_t>(n * n * 4);

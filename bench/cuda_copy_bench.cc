@@ -5,7 +5,7 @@
 //   ferry_pinned   CudaDevice h2d/d2h from pinned memory: one asynchronous DMA (the host arena)
 //   cuda_pageable  plain cudaMemcpy from pageable memory (the driver's own staging)
 //   cuda_pinned    plain cudaMemcpy from pinned memory: the DMA engine's peak
-// The third argument is the device's copy threads (DeviceRegistryOptions::cuda_copy_threads), which
+// The third argument is the device's copy threads (DeviceRegistryOptions::cuda.copy_threads), which
 // fill and empty the staging chunks; 1 is a plain memcpy on the copying thread.
 // Each is timed until its bytes have landed (Synchronize / cudaDeviceSynchronize). Counters give
 // each in GB/s and the ratios: staged_vs_peak (ferry_staged / cuda_pinned, the DESIGN target
@@ -23,9 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "ferry/base/status_macros.h"
-#include "ferry/memory/cuda/cuda_device.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/device_registry.h"
+#include "ferry/memory/devices/cuda/cuda_device.h"
 
 namespace ferry {
 namespace {
@@ -61,8 +61,8 @@ void BM_CudaCopy(benchmark::State& state) {
   const bool h2d = state.range(1) == 0;
   state.SetLabel(h2d ? "h2d" : "d2h");
   DeviceRegistryOptions options;
-  options.num_sim_devices = 0;
-  options.cuda_copy_threads = static_cast<int>(state.range(2));
+  options.sim.count = 0;
+  options.cuda.copy_threads = static_cast<int>(state.range(2));
   std::unique_ptr<DeviceRegistry> devices = DeviceRegistry::CreateDefault(options);
   DeviceRuntime* gpu = devices->Find(Device::Cuda(0));
   if (gpu == nullptr) {

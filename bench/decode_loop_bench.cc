@@ -39,7 +39,7 @@ std::unique_ptr<Program> LoadModel(std::optional<std::string> device, benchmark:
 
 RuntimeOptions Unguarded() {
   RuntimeOptions options;
-  options.sim_guard = false;
+  options.sim.guard = false;
   return options;
 }
 

@@ -19,6 +19,10 @@ install(DIRECTORY base memory kernels loader runtime
   PATTERN "cuda" EXCLUDE
   PATTERN "cli" EXCLUDE
   PATTERN "schema" EXCLUDE)
+# The CUDA device type's options are plain C++ that public headers include (memory/
+# device_registry.h); the rest of its folder names CUDA types and stays out.
+install(FILES memory/devices/cuda/cuda_options.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ferry/memory/devices/cuda)
 install(FILES ferry.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ferry)
 
 install(EXPORT FerryTargets

@@ -84,9 +84,9 @@ DriveResult Drive(const Runtime& runtime, size_t size,
 
 RuntimeOptions FuzzRuntimeOptions() {
   RuntimeOptions options;
-  options.num_sim_devices = 4;
-  options.sim_guard = true;
-  options.use_cuda = false;
+  options.sim.count = 4;
+  options.sim.guard = true;
+  options.cuda.enabled = false;
   return options;
 }
 

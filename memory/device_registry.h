@@ -22,22 +22,15 @@
 #include "absl/status/status.h"
 #include "ferry/memory/device.h"
 #include "ferry/memory/device_runtime.h"
+#include "ferry/memory/devices/cuda/cuda_options.h"
+#include "ferry/memory/devices/sim/sim_options.h"
 
 namespace ferry {
 
+// The options of each built-in device type, in its own folder (memory/devices/<type>/).
 struct DeviceRegistryOptions {
-  // Guard sim memory outside device scopes (see memory/sim_device.h); off for benchmarks.
-  bool sim_guard = true;
-  // sim:0 .. sim:(num_sim_devices - 1); negative counts as 0.
-  int num_sim_devices = 4;
-  // Each sim device's capacity in bytes; 0: as much as the host has available.
-  size_t sim_device_bytes = 0;
-  // Add the CUDA devices found (when built with CUDA).
-  bool use_cuda = true;
-  // Threads (the copying thread included) that move a CUDA copy from or to pageable host memory
-  // through its pinned staging chunks (memory/parallel_memcpy.h); 0: ParallelMemcpy's default
-  // (half the hardware threads, 1 to 4). Copies from and to pinned memory use none.
-  int cuda_copy_threads = 0;
+  SimTypeOptions sim;
+  CudaTypeOptions cuda;
 };
 
 class DeviceRegistry {

@@ -7,7 +7,7 @@
 // graph backend all ask this table.
 //
 // The built-in types are host, sim and cuda (their plug-ins are defined beside their runtimes:
-// memory/host_device.cc, memory/sim_device.cc, memory/cuda_device_type.cc; the list is in
+// memory/devices/host/host_device.cc, memory/devices/sim/sim_device.cc, memory/devices/cuda/cuda_device_type.cc; the list is in
 // memory/device_type.cc). An application adds its own before it creates a Runtime:
 //
 //   DeviceTypeInfo npu;
@@ -80,8 +80,8 @@ DeviceTypeInfo HostDeviceType();
 DeviceTypeInfo SimDeviceType();
 DeviceTypeInfo CudaDeviceType();
 // The CUDA plug-in's discovery: adds a runtime for every CUDA device found; a no-op without CUDA
-// support, a driver or a GPU. Defined by the CUDA runtime (memory/cuda/cuda_device.cc) when Ferry
-// is built with CUDA, by memory/no_cuda.cc otherwise.
+// support, a driver or a GPU. Defined by the CUDA runtime (memory/devices/cuda/cuda_device.cc) when Ferry
+// is built with CUDA, by memory/devices/cuda/no_cuda.cc otherwise.
 void AddCudaDevices(DeviceRegistry& registry, const DeviceRegistryOptions& options);
 
 }  // namespace ferry

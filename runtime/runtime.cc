@@ -16,15 +16,31 @@ namespace ferry {
 
 Runtime::Runtime() : Runtime(RuntimeOptions{}) {}
 
+// The deprecated fields of RuntimeOptions are read here only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+RuntimeOptions::RuntimeOptions() = default;
+RuntimeOptions::RuntimeOptions(const RuntimeOptions& other) = default;
+RuntimeOptions& RuntimeOptions::operator=(const RuntimeOptions& other) = default;
+RuntimeOptions::~RuntimeOptions() = default;
+
+DeviceRegistryOptions RuntimeOptions::DeviceOptions() const {
+  const RuntimeOptions defaults;
+  DeviceRegistryOptions out;
+  out.sim = sim;
+  out.cuda = cuda;
+  if (sim_guard != defaults.sim_guard) out.sim.guard = sim_guard;
+  if (num_sim_devices != defaults.num_sim_devices) out.sim.count = num_sim_devices;
+  if (sim_device_bytes != defaults.sim_device_bytes) out.sim.bytes = sim_device_bytes;
+  if (use_cuda != defaults.use_cuda) out.cuda.enabled = use_cuda;
+  if (cuda_copy_threads != defaults.cuda_copy_threads) out.cuda.copy_threads = cuda_copy_threads;
+  return out;
+}
+#pragma GCC diagnostic pop
+
 Runtime::Runtime(const RuntimeOptions& options) : ops_(OpRegistry::WithBuiltIns()) {
-  DeviceRegistryOptions device_options;
-  device_options.sim_guard = options.sim_guard;
-  device_options.num_sim_devices = options.num_sim_devices;
-  device_options.sim_device_bytes = options.sim_device_bytes;
-  device_options.use_cuda = options.use_cuda;
-  device_options.cuda_copy_threads = options.cuda_copy_threads;
   internal::SetHostBlasThreads(options.host_blas_threads);
-  devices_ = DeviceRegistry::CreateDefault(device_options);
+  devices_ = DeviceRegistry::CreateDefault(options.DeviceOptions());
   backends_.emplace(kGraphBackendName, MakeGraphBackend());
   // Declared devices that are absent run where their type's plug-in says (cuda:N on sim:N
   // without a GPU).

@@ -60,17 +60,32 @@ struct ProgramResidency;
 class LoadedProgram;
 
 struct RuntimeOptions {
-  bool sim_guard = true;    // guard sim device memory outside device scopes
-  int num_sim_devices = 4;  // sim:0 .. sim:(n-1)
-  // The capacity of each sim device in bytes; 0: as much as the host has available.
-  size_t sim_device_bytes = 0;
-  bool use_cuda = true;     // discover CUDA devices (when built with CUDA)
-  // Threads that stage a CUDA copy from or to pageable host memory (DeviceRegistryOptions);
-  // 0: the default.
-  int cuda_copy_threads = 0;
+  // Each device type's options, from its folder: the sim devices (count, guard, capacity;
+  // memory/devices/sim/sim_options.h) and the CUDA devices (whether to add them, copy threads;
+  // memory/devices/cuda/cuda_options.h).
+  SimTypeOptions sim;
+  CudaTypeOptions cuda;
   // The most threads one host matmul or linear uses when Ferry is built with OpenBLAS. OpenBLAS
   // has one setting per process: each Runtime sets it when made.
   int host_blas_threads = 1;
+
+  // Deprecated, removed in the next release: the fields above under their old names. A deprecated
+  // field set to other than its default takes precedence over its new field.
+  [[deprecated("use sim.guard")]] bool sim_guard = true;
+  [[deprecated("use sim.count")]] int num_sim_devices = 4;
+  [[deprecated("use sim.bytes")]] size_t sim_device_bytes = 0;
+  [[deprecated("use cuda.enabled")]] bool use_cuda = true;
+  [[deprecated("use cuda.copy_threads")]] int cuda_copy_threads = 0;
+
+  // Declared so that the deprecated fields' own initialization and copies do not warn; the
+  // struct is used as a plain value.
+  RuntimeOptions();
+  RuntimeOptions(const RuntimeOptions& other);
+  RuntimeOptions& operator=(const RuntimeOptions& other);
+  ~RuntimeOptions();
+
+  // The device types' options with any deprecated field that was set applied.
+  DeviceRegistryOptions DeviceOptions() const;
 };
 
 struct LoadOptions {

@@ -441,7 +441,7 @@ absl::Status WriteFile(const std::string& path, const std::vector<uint8_t>& byte
 absl::Status ColdChild(const std::string& side, const std::string& model_path,
                        const std::string& ort_lib) {
   RuntimeOptions options;
-  options.sim_guard = false;
+  options.sim.guard = false;
   Runtime rt(options);
   std::unique_ptr<OrtPeer> ort;
   if (side == "ort") {
@@ -624,7 +624,7 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
 
 absl::Status Run(const Args& args, const OrtPeer& ort) {
   RuntimeOptions options;
-  options.sim_guard = false;
+  options.sim.guard = false;
   Runtime rt(options);
   std::vector<Row> rows;
   auto add = [&rows](absl::StatusOr<Row> row) -> absl::Status {

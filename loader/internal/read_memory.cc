@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include "ferry/memory/host_device.h"
+#include "ferry/memory/devices/host/host_device.h"
 
 namespace ferry::internal {
 namespace {

@@ -528,7 +528,7 @@ std::string MethodJson(const Options& options, const BenchFigures& f, double ver
       f.manifest_copies, f.copies_per_call, f.constant_and_state_copies, indent, f.manifest_bytes,
       f.bytes_per_call, indent, f.agree ? "true" : "false", indent, f.constant_bytes, indent,
       f.shared_constant_bytes, indent, f.shared_state_bytes, indent,
-      options.runtime.sim_guard ? "true" : "false", indent, arenas);
+      options.runtime.sim.guard ? "true" : "false", indent, arenas);
 }
 
 void PrintMethodTable(const Options& options, const BenchFigures& f, double verify_us,
@@ -693,7 +693,7 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
     } else if (arg == "--strict") {
       options->load.error_on_per_call_copies = true;
     } else if (arg == "--no-guard") {
-      options->runtime.sim_guard = false;
+      options->runtime.sim.guard = false;
     } else if (arg == "--calls") {
       // SimpleAtoi refuses what does not fit an int, so overflow is an error, not a wrap.
       if (!absl::SimpleAtoi(value, &options->calls) || options->calls < 1) {

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "ferry/loader/program_mapping.h"
 #include "ferry/memory/device.h"
-#include "ferry/memory/host_device.h"  // FormatBytes
+#include "ferry/memory/devices/host/host_device.h"  // FormatBytes
 #include "ferry/runtime/internal/method_impl.h"
 
 namespace ferry::internal {

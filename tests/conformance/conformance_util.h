@@ -65,14 +65,14 @@ inline void ExpectSameAsHost(MethodHarness& h, Method& method, int calls = 1) {
 
 inline const std::string kHostName = "host";
 
-// The sim devices a harness has (RuntimeOptions::num_sim_devices): the cases use cuda:0 to cuda:3.
+// The sim devices a harness has (RuntimeOptions::sim.count): the cases use cuda:0 to cuda:3.
 inline constexpr int kConformanceDevices = 4;
 
 // Whether this machine has the GPU cuda:N, asked once per process.
 inline bool MachineHasCuda(int n) {
   static const std::vector<bool> present = [] {
     DeviceRegistryOptions options;
-    options.num_sim_devices = 0;
+    options.sim.count = 0;
     std::unique_ptr<DeviceRegistry> devices = DeviceRegistry::CreateDefault(options);
     std::vector<bool> found(kConformanceDevices);
     for (int i = 0; i < kConformanceDevices; ++i) {

@@ -1,9 +1,9 @@
 // Host-side checks of the CUDA kernels' load-time entry point: they run with or without a GPU
 // (not labelled `cuda`), in builds with CUDA.
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "ferry/kernels/cuda/cuda_ops.h"
 #include "ferry/memory/device_registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry::testing {
@@ -22,7 +22,7 @@ TEST(PrepareCudaKernels, RefusesADeviceIndexOutOfRange) {
 
 TEST(PrepareCudaKernels, LoadsCublasAndPreparesAPresentDeviceOrSaysWhyNot) {
   DeviceRegistryOptions options;
-  options.num_sim_devices = 0;
+  options.sim.count = 0;
   const bool have_gpu = DeviceRegistry::CreateDefault(options)->Has(DeviceType::kCuda);
   const absl::Status status = PrepareCudaKernels(0);
   if (have_gpu) {

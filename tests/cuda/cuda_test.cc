@@ -14,10 +14,10 @@
 #include "ferry/base/tensor.h"
 #include "ferry/kernels/cuda/cuda_ops.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/memory/cuda/cuda_device.h"
 #include "ferry/memory/device_buffer.h"
 #include "ferry/memory/device_registry.h"
-#include "ferry/memory/host_device.h"
+#include "ferry/memory/devices/cuda/cuda_device.h"
+#include "ferry/memory/devices/host/host_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/conformance/conformance_util.h"
@@ -50,8 +50,8 @@ LoadOptions OnCuda() {
 // The devices of this machine, for tests that drive a CUDA device directly.
 std::unique_ptr<DeviceRegistry> Devices(int copy_threads = 0) {
   DeviceRegistryOptions options;
-  options.num_sim_devices = 0;
-  options.cuda_copy_threads = copy_threads;
+  options.sim.count = 0;
+  options.cuda.copy_threads = copy_threads;
   return DeviceRegistry::CreateDefault(options);
 }
 
@@ -345,7 +345,7 @@ TEST(Cuda, CopiesBetweenTheGpuAndASimDeviceGoBothWays) {
   // cuda:1 mapped to sim:1): each side reads the other's memory through its own path, across
   // several staging chunks and after a kernel that is still writing the source.
   DeviceRegistryOptions options;
-  options.num_sim_devices = 2;
+  options.sim.count = 2;
   std::unique_ptr<DeviceRegistry> devices = DeviceRegistry::CreateDefault(options);
   FERRY_SKIP_WITHOUT_GPUS(*devices, 1);
   DeviceRuntime* gpu = devices->Find(Device::Cuda(0));

@@ -4,10 +4,10 @@
 #include <utility>
 #include <vector>
 
+#include "ferry/memory/devices/host/host_device.h"
+#include "ferry/memory/devices/sim/sim_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/memory/host_device.h"
-#include "ferry/memory/sim_device.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

@@ -3,10 +3,10 @@
 #include <memory>
 #include <vector>
 
+#include "ferry/memory/devices/host/host_device.h"
+#include "ferry/memory/devices/sim/sim_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/memory/host_device.h"
-#include "ferry/memory/sim_device.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {
@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 
 DeviceRegistryOptions NoCuda() {
   DeviceRegistryOptions options;
-  options.use_cuda = false;
+  options.cuda.enabled = false;
   return options;
 }
 
@@ -43,15 +43,15 @@ TEST(DeviceRegistryTest, DefaultHasHostAndFourSimDevices) {
 
 TEST(DeviceRegistryTest, OptionsChooseSimCountAndGuard) {
   DeviceRegistryOptions options = NoCuda();
-  options.num_sim_devices = 2;
-  options.sim_guard = false;
+  options.sim.count = 2;
+  options.sim.guard = false;
   std::unique_ptr<DeviceRegistry> registry = DeviceRegistry::CreateDefault(options);
   EXPECT_THAT(registry->devices(), ElementsAre(Device::Host(), Device::Sim(0), Device::Sim(1)));
   SimDevice* sim = AsSimDevice(registry->Find(Device::Sim(1)));
   ASSERT_NE(sim, nullptr);
   EXPECT_FALSE(sim->guarded());
 
-  options.num_sim_devices = 0;
+  options.sim.count = 0;
   EXPECT_THAT(DeviceRegistry::CreateDefault(options)->devices(), ElementsAre(Device::Host()));
 }
 

@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "bench/example/decoder_block.h"
+#include "ferry/runtime/cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/runtime/cli/commands.h"
 #include "tests/testing/cli_run.h"
 #include "tests/testing/json_check.h"
 #include "tests/testing/reference_decoder.h"
@@ -173,7 +173,7 @@ TEST(ParseArgsTest, FillsTheOptions) {
   EXPECT_TRUE(o.load.skip_h2d_for_method_inputs);
   EXPECT_TRUE(o.load.skip_d2h_for_method_outputs);
   EXPECT_TRUE(o.load.error_on_per_call_copies);
-  EXPECT_FALSE(o.runtime.sim_guard);
+  EXPECT_FALSE(o.runtime.sim.guard);
   EXPECT_EQ(o.calls, 3);
   EXPECT_EQ(o.inputs.at("pos"), (std::vector<double>{1, 2}));
   EXPECT_EQ(p.out, "");

@@ -88,7 +88,7 @@ TEST(ConstantLoadingTest, MappedProgramStreamsWithBoundedHostMemory) {
         .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   }
   RuntimeOptions options;
-  options.sim_guard = false;
+  options.sim.guard = false;
   Runtime rt(options);
   for (int load = 0; load < 2; ++load) {  // the second load reads the pages the first dropped
     ASSERT_OK_AND_ASSIGN(auto program, Program::Load(path));

@@ -12,7 +12,7 @@
 #include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
 #include "ferry/memory/device_buffer.h"
-#include "ferry/memory/sim_device.h"
+#include "ferry/memory/devices/sim/sim_device.h"
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

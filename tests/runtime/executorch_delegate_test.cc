@@ -280,7 +280,7 @@ TEST_P(ExecuTorchDelegateRunTest, RunsThroughABackendRegisteredUnderItsId) {
                        Program::FromBytes(
                            testing::WritePte(DelegateProgram(storage, GetParam().target_device))));
   RuntimeOptions options;
-  options.sim_guard = true;
+  options.sim.guard = true;
   Runtime rt(options);
   ASSERT_OK(rt.RegisterBackend(std::make_unique<RenamedBackend>(kBackendId, MakeGraphBackend())));
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));

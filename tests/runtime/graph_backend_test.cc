@@ -75,7 +75,7 @@ TEST(GraphBackendTest, ASubProgramsConstantsAreCopiedToADeviceOnce) {
   constexpr int64_t kElements = 1 << 18;
   auto program = std::move(Program::FromBytes(ConstantLayers(kLayers, kElements))).value();
   RuntimeOptions options;
-  options.sim_device_bytes = size_t{12} << 20;
+  options.sim.bytes = size_t{12} << 20;
   Runtime rt(options);
   auto loaded = rt.LoadMethod(*program, "forward");
   ASSERT_TRUE(loaded.ok()) << loaded.status();

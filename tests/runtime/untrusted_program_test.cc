@@ -18,8 +18,8 @@
 #include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
 #include "ferry/memory/device_buffer.h"
-#include "ferry/memory/host_device.h"
-#include "ferry/memory/sim_device.h"
+#include "ferry/memory/devices/host/host_device.h"
+#include "ferry/memory/devices/sim/sim_device.h"
 #include "ferry/runtime/internal/load_util.h"
 #include "ferry/runtime/plan_printer.h"
 #include "ferry/runtime/runtime.h"
@@ -524,7 +524,7 @@ TEST(LoadTables, EstimateCoversThePeak) {
 
 TEST(MemoryBudget, SimDeviceCapacityIsAConfigurableSize) {
   RuntimeOptions options;
-  options.sim_device_bytes = size_t{1} << 20;
+  options.sim.bytes = size_t{1} << 20;
   Runtime rt(options);
   auto* sim0 = static_cast<SimDevice*>(rt.devices().Find(Device::Sim(0)));
   // 512 x 1024 float32 = 2 MiB: twice the device.

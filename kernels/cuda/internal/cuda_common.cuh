@@ -22,7 +22,7 @@
 #include "ferry/kernels/cuda/cuda_ops.h"
 #include "ferry/kernels/internal/op_util.h"
 #include "ferry/kernels/op_registry.h"
-#include "ferry/memory/cuda/cuda_status.h"
+#include "ferry/memory/devices/cuda/cuda_status.h"
 
 namespace ferry::cuda_kernels {
 

@@ -15,7 +15,7 @@ DeviceTypeInfo CudaDeviceType() {
   // CUDA memory is not the host's: sub-graphs on it run the CUDA kernels (kernels/cuda/).
   info.host_kernels_run_on_memory = false;
   info.discover = [](DeviceRegistry& registry, const DeviceRegistryOptions& options) {
-    if (options.use_cuda) AddCudaDevices(registry, options);
+    if (options.cuda.enabled) AddCudaDevices(registry, options);
   };
   info.stand_ins = [](const DeviceRegistry& present) {
     std::vector<std::pair<Device, Device>> map;

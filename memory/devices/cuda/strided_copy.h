@@ -16,18 +16,18 @@
 //   }
 //
 // The index math, PermuteSourceOffset, is a __host__ __device__ function, so a host-side test
-// checks it against GatherStrided (memory/host_device.h). Everything here is a pure function of its
+// checks it against GatherStrided (memory/devices/host/host_device.h). Everything here is a pure function of its
 // arguments: safe from any thread; only LaunchPermuteCopy touches the device (asynchronously, on
 // the given stream). Only memory/ (and that test) includes this header.
-#ifndef FERRY_MEMORY_CUDA_STRIDED_COPY_H_
-#define FERRY_MEMORY_CUDA_STRIDED_COPY_H_
+#ifndef FERRY_MEMORY_DEVICES_CUDA_STRIDED_COPY_H_
+#define FERRY_MEMORY_DEVICES_CUDA_STRIDED_COPY_H_
 
 #include <cstddef>
 #include <cstdint>
 
 #include "absl/status/status.h"
 #include "ferry/memory/device_runtime.h"
-#include "ferry/memory/host_device.h"
+#include "ferry/memory/devices/host/host_device.h"
 
 #if defined(__CUDACC__)
 #define FERRY_HOST_DEVICE __host__ __device__
@@ -80,4 +80,4 @@ absl::Status LaunchPermuteCopy(void* dst, const void* src, const PermuteLayout& 
 
 }  // namespace ferry::internal
 
-#endif  // FERRY_MEMORY_CUDA_STRIDED_COPY_H_
+#endif  // FERRY_MEMORY_DEVICES_CUDA_STRIDED_COPY_H_

@@ -22,8 +22,8 @@
 //
 // This header also carries the strided-gather primitives the host and sim runtimes share
 // (ferry::internal).
-#ifndef FERRY_MEMORY_HOST_DEVICE_H_
-#define FERRY_MEMORY_HOST_DEVICE_H_
+#ifndef FERRY_MEMORY_DEVICES_HOST_HOST_DEVICE_H_
+#define FERRY_MEMORY_DEVICES_HOST_HOST_DEVICE_H_
 
 #include <atomic>
 #include <cstddef>
@@ -146,4 +146,4 @@ absl::Status CheckAllocationRequest(Device device, size_t bytes, size_t alignmen
 }  // namespace internal
 }  // namespace ferry
 
-#endif  // FERRY_MEMORY_HOST_DEVICE_H_
+#endif  // FERRY_MEMORY_DEVICES_HOST_HOST_DEVICE_H_

@@ -1,12 +1,12 @@
 // The permute/gather kernel of CudaDevice::CopyHostStridedToDevice (see strided_copy.h).
-#include "ferry/memory/cuda/strided_copy.h"
+#include "ferry/memory/devices/cuda/strided_copy.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 
-#include "ferry/memory/cuda/cuda_status.h"
+#include "ferry/memory/devices/cuda/cuda_status.h"
 
 namespace ferry::internal {
 

@@ -1,8 +1,8 @@
 // Turning CUDA runtime errors into absl::Status. Every CUDA call in Ferry goes through
 // FERRY_CUDA_RETURN_IF_ERROR, which returns Internal with the failing expression, CUDA's own
 // error text and the file:line. Only memory/ and kernels/ include this header.
-#ifndef FERRY_MEMORY_CUDA_CUDA_STATUS_H_
-#define FERRY_MEMORY_CUDA_CUDA_STATUS_H_
+#ifndef FERRY_MEMORY_DEVICES_CUDA_CUDA_STATUS_H_
+#define FERRY_MEMORY_DEVICES_CUDA_CUDA_STATUS_H_
 
 #include <cuda_runtime_api.h>
 
@@ -28,4 +28,4 @@ inline absl::Status CudaStatus(cudaError_t error, const char* expr, const char* 
     if (!ferry_cuda_status_.ok()) return ferry_cuda_status_;                               \
   } while (false)
 
-#endif  // FERRY_MEMORY_CUDA_CUDA_STATUS_H_
+#endif  // FERRY_MEMORY_DEVICES_CUDA_CUDA_STATUS_H_

@@ -1,4 +1,4 @@
-#include "ferry/memory/host_device.h"
+#include "ferry/memory/devices/host/host_device.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
-// The index math of the device-side strided-to-dense copy (memory/cuda/strided_copy.h), run on the
+// The index math of the device-side strided-to-dense copy (memory/devices/cuda/strided_copy.h), run on the
 // host: compiled by nvcc like the kernel that uses it, checked against GatherStrided, which the
 // host and sim runtimes use. Needs no GPU (not labelled `cuda`).
-#include "ferry/memory/cuda/strided_copy.h"
+#include "ferry/memory/devices/cuda/strided_copy.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ferry/base/tensor.h"
-#include "ferry/memory/host_device.h"
+#include "ferry/memory/devices/host/host_device.h"
 #include "gtest/gtest.h"
 
 namespace ferry::internal {

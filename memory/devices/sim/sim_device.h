@@ -35,8 +35,8 @@
 // WasFreed() and available_bytes(), which any thread may call at any time: a method on another
 // device asks every device whether a caller's pointer is its memory. The fault handler reads a
 // lock-free table and is safe to run at any time.
-#ifndef FERRY_MEMORY_SIM_DEVICE_H_
-#define FERRY_MEMORY_SIM_DEVICE_H_
+#ifndef FERRY_MEMORY_DEVICES_SIM_SIM_DEVICE_H_
+#define FERRY_MEMORY_DEVICES_SIM_SIM_DEVICE_H_
 
 #include <array>
 #include <atomic>
@@ -210,4 +210,4 @@ SimDevice* AsSimDevice(DeviceRuntime* runtime);
 
 }  // namespace ferry
 
-#endif  // FERRY_MEMORY_SIM_DEVICE_H_
+#endif  // FERRY_MEMORY_DEVICES_SIM_SIM_DEVICE_H_

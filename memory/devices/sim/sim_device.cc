@@ -1,4 +1,4 @@
-#include "ferry/memory/sim_device.h"
+#include "ferry/memory/devices/sim/sim_device.h"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -16,7 +16,7 @@
 #include "ferry/base/status_macros.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_type.h"
-#include "ferry/memory/host_device.h"
+#include "ferry/memory/devices/host/host_device.h"
 
 namespace ferry {
 namespace {
@@ -503,7 +503,7 @@ void SimDevice::ResetCounters() {
   counters_.allocated_bytes = allocated;
 }
 
-// The sim plug-in: sim:0 .. sim:(num_sim_devices - 1), guarded as the options say. Host code
+// The sim plug-in: sim:0 .. sim:(sim.count - 1), guarded as the options say. Host code
 // runs over sim memory inside a scope, so the host's kernels serve sim delegates.
 DeviceTypeInfo SimDeviceType() {
   DeviceTypeInfo info;
@@ -511,12 +511,12 @@ DeviceTypeInfo SimDeviceType() {
   info.host_kernels_run_on_memory = true;
   info.discover = [](DeviceRegistry& registry, const DeviceRegistryOptions& options) {
     SimDeviceOptions sim_options;
-    sim_options.guard = options.sim_guard;
-    sim_options.capacity_bytes = options.sim_device_bytes;
-    for (int i = 0; i < options.num_sim_devices; ++i) {
+    sim_options.guard = options.sim.guard;
+    sim_options.capacity_bytes = options.sim.bytes;
+    for (int i = 0; i < options.sim.count; ++i) {
       registry.Add(std::make_unique<SimDevice>(i, sim_options)).IgnoreError();
     }
-    if (options.sim_guard && options.num_sim_devices > 0) InstallSimGuardFaultHandler();
+    if (options.sim.guard && options.sim.count > 0) InstallSimGuardFaultHandler();
   };
   return info;
 }

@@ -1,4 +1,4 @@
-#include "ferry/memory/cuda/cuda_device.h"
+#include "ferry/memory/devices/cuda/cuda_device.h"
 
 #include <cuda_runtime_api.h>
 
@@ -8,11 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "ferry/base/status_macros.h"
-#include "ferry/memory/cuda/cuda_status.h"
-#include "ferry/memory/cuda/strided_copy.h"
 #include "ferry/memory/device_registry.h"
 #include "ferry/memory/device_type.h"
-#include "ferry/memory/host_device.h"
+#include "ferry/memory/devices/cuda/cuda_status.h"
+#include "ferry/memory/devices/cuda/strided_copy.h"
+#include "ferry/memory/devices/host/host_device.h"
 
 namespace ferry {
 namespace {
@@ -405,7 +405,7 @@ void AddCudaDevices(DeviceRegistry& registry, const DeviceRegistryOptions& optio
   }
   for (int i = 0; i < count; ++i) {
     absl::StatusOr<std::unique_ptr<CudaDevice>> device =
-        CudaDevice::Open(i, options.cuda_copy_threads);
+        CudaDevice::Open(i, options.cuda.copy_threads);
     if (device.ok()) registry.Add(*std::move(device)).IgnoreError();
   }
 }

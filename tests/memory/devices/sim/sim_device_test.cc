@@ -1,4 +1,4 @@
-#include "ferry/memory/sim_device.h"
+#include "ferry/memory/devices/sim/sim_device.h"
 
 #include <unistd.h>
 
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ferry/memory/devices/host/host_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/memory/host_device.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {

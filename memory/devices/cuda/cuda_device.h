@@ -25,7 +25,7 @@
 //  - CopyDeviceToHost into pageable memory returns with the data in place.
 // CopyHostStridedToDevice of a dense permutation (a transposed or channels-last constant) copies
 // the source's raw bytes to a temporary device buffer the same way and gathers them into `dst`
-// with a kernel (memory/cuda/strided_copy.h), then waits and frees the temporary; other layouts
+// with a kernel (memory/devices/cuda/strided_copy.h), then waits and frees the temporary; other layouts
 // are gathered on the host into a temporary pinned buffer. Either counts as one h2d copy.
 //
 // Memory. Device memory comes from cudaMalloc (one allocation per arena or constant region, sized
@@ -39,8 +39,8 @@
 //
 // Built only when a CUDA compiler is found. Thread safety: one thread at a time (DeviceRuntime);
 // a peer copy also uses the peer, so the peer must not be in use on another thread meanwhile.
-#ifndef FERRY_MEMORY_CUDA_CUDA_DEVICE_H_
-#define FERRY_MEMORY_CUDA_CUDA_DEVICE_H_
+#ifndef FERRY_MEMORY_DEVICES_CUDA_CUDA_DEVICE_H_
+#define FERRY_MEMORY_DEVICES_CUDA_CUDA_DEVICE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -150,4 +150,4 @@ class CudaDevice : public DeviceRuntime {
 
 }  // namespace ferry
 
-#endif  // FERRY_MEMORY_CUDA_CUDA_DEVICE_H_
+#endif  // FERRY_MEMORY_DEVICES_CUDA_CUDA_DEVICE_H_
