@@ -184,7 +184,8 @@ class GraphInstance : public DelegateInstance {
       copy_args_[0].tensor = results[result];
       copy_args_[1].tensor = &refs_[ref];
       TensorRef* out = results[result];
-      FERRY_RETURN_IF_ERROR(copy_kernel_(absl::MakeConstSpan(copy_args_, 2), absl::Span<TensorRef* const>(&out, 1)));
+      FERRY_RETURN_IF_ERROR(copy_kernel_(absl::MakeConstSpan(copy_args_, 2),
+                                         absl::Span<TensorRef* const>(&out, 1)));
     }
     return absl::OkStatus();
   }
@@ -205,8 +206,47 @@ class GraphInstance : public DelegateInstance {
         "; a device delegate was handed host memory or memory of another device"));
   }
 
+  // The sub-graph's per-value and per-node tables that the node phases build and read.
+  struct CompileState {
+    explicit CompileState(const MethodDef& main);
+    // Per value: the output it is (the first one), -1, or -2 once bound to the call's result.
+    std::vector<int32_t> output_of;
+    // Scratch buffers: one request per functional result not bound to a result, and its value.
+    std::vector<BufferRequest> requests;
+    std::vector<ValueId> request_value;
+    std::vector<int32_t> request_of;  // per value: its request, or -1
+    std::vector<int32_t> bound_as;    // per value: the output it is written to, or -1
+    std::vector<int32_t> last_use;    // per value: the last node that reads it, or -1
+    std::vector<int32_t> alias_root;  // per value: the value whose memory it is
+    std::vector<int32_t> input_of;    // per value: its input index, or -1
+    std::vector<std::vector<internal::ViewFixup>> pending_views;  // per node
+    struct NodeRefs {
+      const OpSchema* schema;
+      std::vector<OpArg> args;
+      std::vector<TensorRef*> results;
+    };
+    std::vector<NodeRefs> node_refs;  // per node
+  };
+
+  // Compiling "main" for the call, in named phases, each of which returns a status:
+  //  1. BindInputs: the call's tensor arguments are main's inputs, in order and as declared;
+  //  2. MaterializeConstants: main's constants on the device, once per device and sub-program;
+  //  3. InferNodes: each node's schema and inferred results, its in-place writes checked, each
+  //     result placed as a view, in the call's result, or in scratch;
+  //  4. PlanScratch: scratch lifetimes (through views) and the scratch arena;
+  //  5. BindKernels: each node's kernel for the device, its dtypes checked, into the step tables;
+  //  6. BindOutputCopies: the copy for outputs that are views, inputs or constants.
   absl::Status Compile(const MethodDef& main, const DelegateInit& init, ProgramCache& cache) {
-    const OpRegistry& ops = *init.ops;
+    CompileState state(main);
+    FERRY_RETURN_IF_ERROR(BindInputs(main, init));
+    FERRY_RETURN_IF_ERROR(MaterializeConstants(main, init, cache));
+    FERRY_RETURN_IF_ERROR(InferNodes(main, init, state));
+    FERRY_RETURN_IF_ERROR(PlanScratch(main, state));
+    FERRY_RETURN_IF_ERROR(BindKernels(main, init, state));
+    return BindOutputCopies(init);
+  }
+
+  absl::Status BindInputs(const MethodDef& main, const DelegateInit& init) {
     // Arguments: every tensor argument of the call is an input of "main", in order.
     std::vector<int32_t> tensor_args;
     for (size_t a = 0; a < init.args.size(); ++a) {
@@ -249,6 +289,11 @@ class GraphInstance : public DelegateInstance {
       input_refs_.push_back(v);
       arg_of_input_.push_back(tensor_args[i]);
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status MaterializeConstants(const MethodDef& main, const DelegateInit& init,
+                                    ProgramCache& cache) {
     // Constants of the sub-graph are materialized on the device once.
     size_t constant_bytes = 0;
     std::vector<std::pair<ValueId, size_t>> constants;
@@ -284,34 +329,22 @@ class GraphInstance : public DelegateInstance {
         refs_[v].data = static_cast<char*>(constants_->buffer.data()) + offset;
       }
     }
-    // Nodes: host ops only. Functional results are planned in scratch, or written straight into
-    // the call's result when they are returned.
-    std::vector<int32_t> output_of(main.values.size(), -1);
-    for (size_t o = 0; o < main.outputs.size(); ++o) {
-      if (output_of[main.outputs[o]] < 0) output_of[main.outputs[o]] = static_cast<int32_t>(o);
-    }
-    std::vector<BufferRequest> requests;
-    std::vector<ValueId> request_value;
-    std::vector<int32_t> request_of(main.values.size(), -1);  // per value: its request, or -1
-    std::vector<int32_t> bound_as(main.values.size(), -1);    // per value: the output it is written to
-    std::vector<int32_t> last_use(main.values.size(), -1);
-    for (size_t n = 0; n < main.nodes.size(); ++n) {
-      for (ValueId a : main.nodes[n].args) last_use[a] = static_cast<int32_t>(n);
-    }
-    std::vector<int32_t> alias_root(main.values.size());
-    for (size_t v = 0; v < main.values.size(); ++v) alias_root[v] = static_cast<int32_t>(v);
-    std::vector<int32_t> input_of(main.values.size(), -1);  // per value: its input index, or -1
-    for (size_t i = 0; i < main.inputs.size(); ++i) {
-      if (input_of[main.inputs[i]] < 0) input_of[main.inputs[i]] = static_cast<int32_t>(i);
-    }
-    std::vector<bool> is_view(main.values.size(), false);
-    std::vector<std::vector<internal::ViewFixup>> pending_views(main.nodes.size());
-    struct NodeRefs {
-      const OpSchema* schema;
-      std::vector<OpArg> args;
-      std::vector<TensorRef*> results;
-    };
-    std::vector<NodeRefs> node_refs(main.nodes.size());
+    return absl::OkStatus();
+  }
+
+  // Host ops only. Functional results are planned in scratch, or written straight into the
+  // call's result when they are returned.
+  absl::Status InferNodes(const MethodDef& main, const DelegateInit& init, CompileState& s) {
+    const OpRegistry& ops = *init.ops;
+    std::vector<int32_t>& output_of = s.output_of;
+    std::vector<BufferRequest>& requests = s.requests;
+    std::vector<ValueId>& request_value = s.request_value;
+    std::vector<int32_t>& request_of = s.request_of;
+    std::vector<int32_t>& bound_as = s.bound_as;
+    std::vector<int32_t>& alias_root = s.alias_root;
+    const std::vector<int32_t>& input_of = s.input_of;
+    std::vector<std::vector<internal::ViewFixup>>& pending_views = s.pending_views;
+    std::vector<CompileState::NodeRefs>& node_refs = s.node_refs;
     for (size_t n = 0; n < main.nodes.size(); ++n) {
       const NodeDef& node = main.nodes[n];
       auto ctx = [&] { return absl::StrCat("sub-graph node ", n, " (", node.name, ")"); };
@@ -323,7 +356,7 @@ class GraphInstance : public DelegateInstance {
       if (schema == nullptr) {
         return absl::UnimplementedError(absl::StrCat(ctx(), ": unknown op \"", node.op, "\""));
       }
-      NodeRefs& nr = node_refs[n];
+      CompileState::NodeRefs& nr = node_refs[n];
       nr.schema = schema;
       nr.args.resize(node.args.size());
       for (size_t a = 0; a < node.args.size(); ++a) {
@@ -367,7 +400,6 @@ class GraphInstance : public DelegateInstance {
         int view_of = schema->ViewOf(static_cast<int>(r));
         if (view_of >= 0) {
           ValueId base = node.args[view_of];
-          is_view[v] = true;
           alias_root[v] = alias_root[base];
           pending_views[n].push_back(
               {&refs_[v], &refs_[base],
@@ -384,6 +416,16 @@ class GraphInstance : public DelegateInstance {
         }
       }
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status PlanScratch(const MethodDef& main, CompileState& s) {
+    std::vector<BufferRequest>& requests = s.requests;
+    const std::vector<int32_t>& last_use = s.last_use;
+    const std::vector<int32_t>& request_of = s.request_of;
+    const std::vector<int32_t>& alias_root = s.alias_root;
+    const std::vector<int32_t>& bound_as = s.bound_as;
+    const std::vector<ValueId>& request_value = s.request_value;
     // A scratch value lives until the last read of it or of any view of it.
     // Linear in values and outputs: a sub-graph comes from a program file, whatever its size.
     for (size_t v = 0; v < main.values.size(); ++v) {
@@ -404,6 +446,13 @@ class GraphInstance : public DelegateInstance {
     for (size_t i = 0; i < requests.size(); ++i) {
       scratch_refs_.emplace_back(request_value[i], plan.offsets[i]);
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status BindKernels(const MethodDef& main, const DelegateInit& init,
+                           const CompileState& s) {
+    const std::vector<CompileState::NodeRefs>& node_refs = s.node_refs;
+    const std::vector<std::vector<internal::ViewFixup>>& pending_views = s.pending_views;
     if (kernels_ != nullptr) FERRY_RETURN_IF_ERROR(kernels_->Prepare(init.device.index));
     for (size_t n = 0; n < main.nodes.size(); ++n) {
       const OpSchema& schema = *node_refs[n].schema;
@@ -429,6 +478,11 @@ class GraphInstance : public DelegateInstance {
       tables_.Add(schema, node_refs[n].args, node_refs[n].results, pending_views[n], kernel);
     }
     tables_.Finalize();
+    return absl::OkStatus();
+  }
+
+  absl::Status BindOutputCopies(const DelegateInit& init) {
+    const OpRegistry& ops = *init.ops;
     if (!copied_outputs_.empty()) {
       const OpSchema* copy = ops.Find("copy_");
       if (copy == nullptr || copy->kernel == nullptr) {
@@ -476,6 +530,27 @@ class GraphInstance : public DelegateInstance {
   KernelFn copy_kernel_ = nullptr;
   OpArg copy_args_[2];
 };
+
+GraphInstance::CompileState::CompileState(const MethodDef& main)
+    : output_of(main.values.size(), -1),
+      request_of(main.values.size(), -1),
+      bound_as(main.values.size(), -1),
+      last_use(main.values.size(), -1),
+      alias_root(main.values.size()),
+      input_of(main.values.size(), -1),
+      pending_views(main.nodes.size()),
+      node_refs(main.nodes.size()) {
+  for (size_t o = 0; o < main.outputs.size(); ++o) {
+    if (output_of[main.outputs[o]] < 0) output_of[main.outputs[o]] = static_cast<int32_t>(o);
+  }
+  for (size_t n = 0; n < main.nodes.size(); ++n) {
+    for (ValueId a : main.nodes[n].args) last_use[a] = static_cast<int32_t>(n);
+  }
+  for (size_t v = 0; v < main.values.size(); ++v) alias_root[v] = static_cast<int32_t>(v);
+  for (size_t i = 0; i < main.inputs.size(); ++i) {
+    if (input_of[main.inputs[i]] < 0) input_of[main.inputs[i]] = static_cast<int32_t>(i);
+  }
+}
 
 class GraphBackend : public Backend {
  public:

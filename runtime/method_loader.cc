@@ -234,6 +234,13 @@ class MethodLoader {
   // 1. Ops and backends by name, and the layout of every value in an all-host run (shape
   // inference checks every host op's declared results).
   absl::Status ResolveOps();
+  struct ResolveScratch;
+  absl::Status ResolveHostOp(size_t n, const NodeDef& node, ResolveScratch& scratch,
+                             NodeEffects& effects);
+  absl::Status ResolveDelegate(size_t n, const NodeDef& node, TensorRef& meta_layout,
+                               NodeEffects& effects);
+  // Value v's natural layout is its meta's (`scratch` receives it).
+  void SetNaturalFromMeta(ValueId v, TensorRef& scratch);
   // 2. Placement: a pure function of the method, the op effects and the options.
   absl::Status Place();
   // 3. One TensorRef per planned buffer, in the buffer's own layout (data still null).
@@ -387,6 +394,33 @@ absl::Status MethodLoader::CheckTableMemory(size_t list_entries, size_t payload_
                    " of tables in host memory, more than ", over, ". Nothing was allocated."));
 }
 
+// ResolveOps' scratch, reused from node to node.
+struct MethodLoader::ResolveScratch {
+  TensorRef meta_layout;
+  std::vector<InferMemo::Arg> memo_args;    // inference's arguments as the memo compares them
+  std::vector<OpArg> args;                  // inference's arguments
+  std::vector<TensorRef> arg_layouts;       // the tensor arguments' layouts
+  std::vector<const TensorMeta*> declared;  // the node's declared results
+  std::vector<InferredResult> inferred;
+  // Per inferred result, made with it: whether its layout is dense row-major, and whether it is
+  // its declared meta's at offset 0 (so not kept in odd_layouts_).
+  struct ResultForm {
+    bool contiguous;
+    bool as_declared;
+  };
+  std::vector<ResultForm> inferred_forms;
+  InferMemo memo;
+  // The last op looked up: runs of nodes of one op (chains, layers) look it up once.
+  absl::string_view last_op;
+  const OpSchema* last_schema = nullptr;
+};
+
+void MethodLoader::SetNaturalFromMeta(ValueId v, TensorRef& scratch) {
+  m_.values[v].meta.FillRef(scratch);
+  natural_set_[v] = 1;
+  if (!scratch.IsContiguous()) pin_.layouts.emplace_back(v, LayoutOf(scratch));
+}
+
 absl::Status MethodLoader::ResolveOps() {
   const size_t nv = m_.values.size();
   const size_t nn = m_.nodes.size();
@@ -404,132 +438,15 @@ absl::Status MethodLoader::ResolveOps() {
   // or state) or makes it (an intermediate), and at the end for the values no node reads: no walk
   // over the whole value table, which on a large method is out of cache by now.
   natural_set_.assign(nv, 0);
-  TensorRef meta_layout;  // scratch
-  auto set_natural_from_meta = [&](ValueId v) {
-    m_.values[v].meta.FillRef(meta_layout);
-    natural_set_[v] = 1;
-    if (!meta_layout.IsContiguous()) pin_.layouts.emplace_back(v, LayoutOf(meta_layout));
-  };
-  std::vector<InferMemo::Arg> memo_args;    // scratch, reused per node
-  std::vector<OpArg> args;                  // scratch: inference's arguments
-  std::vector<TensorRef> arg_layouts;       // scratch: the tensor arguments' layouts
-  std::vector<const TensorMeta*> declared;  // scratch
-  std::vector<InferredResult> inferred;     // scratch
-  // Per inferred result, made with it: whether its layout is dense row-major, and whether it is
-  // its declared meta's at offset 0 (so not kept in odd_layouts_).
-  struct ResultForm {
-    bool contiguous;
-    bool as_declared;
-  };
-  std::vector<ResultForm> inferred_forms;
-  InferMemo memo;
-  // The last op looked up: runs of nodes of one op (chains, layers) look it up once.
-  absl::string_view last_op;
-  const OpSchema* last_schema = nullptr;
+  ResolveScratch scratch;
   for (size_t n = 0; n < nn; ++n) {
     const NodeDef& node = m_.nodes[n];
     list_entries_ += node.args.size() + node.results.size();
     NodeEffects effects;  // most nodes have none
     if (node.kind == NodeKind::kHostOp) {
-      const OpSchema* schema =
-          last_schema != nullptr && node.op == last_op ? last_schema : rt_.ops().Find(node.op);
-      last_op = node.op;
-      last_schema = schema;
-      if (schema == nullptr) {
-        return absl::UnimplementedError(absl::StrCat(
-            NodeContext(n), ": unknown op \"", node.op,
-            "\"; register it with Runtime::ops().Register before loading"));
-      }
-      schemas_[n] = schema;
-      ++host_steps_;
-      host_args_ += node.args.size();
-      host_results_ += node.results.size();
-      memo_args.assign(node.args.size(), InferMemo::Arg{});
-      for (size_t a = 0; a < node.args.size(); ++a) {
-        const ValueId id = node.args[a];
-        const ValueDef& value = m_.values[id];
-        if (value.is_tensor()) {
-          // Not yet set: not an intermediate (reading checked that each is made before it is
-          // read), so laid out as its meta says.
-          if (!natural_set_[id]) set_natural_from_meta(id);
-          if (const InferredResult* odd = OddLayout(id)) {
-            memo_args[a].layout = &odd->layout;
-          } else {
-            memo_args[a].meta = &value.meta;
-          }
-        } else {
-          memo_args[a].scalar = &value.scalar;
-        }
-      }
-      declared.clear();
-      for (ValueId r : node.results) declared.push_back(&m_.values[r].meta);
-      if (!memo.Matches(schema, memo_args, declared)) {
-        args.assign(node.args.size(), OpArg{});
-        arg_layouts.resize(node.args.size());
-        for (size_t a = 0; a < node.args.size(); ++a) {
-          const InferMemo::Arg& arg = memo_args[a];
-          if (arg.meta != nullptr) {
-            arg.meta->FillRef(arg_layouts[a]);
-            args[a].tensor = &arg_layouts[a];
-          } else if (arg.layout != nullptr) {
-            arg_layouts[a] = *arg.layout;
-            args[a].tensor = &arg_layouts[a];
-          } else {
-            args[a].scalar = arg.scalar;
-          }
-        }
-        FERRY_RETURN_IF_ERROR(
-            InferAndCheck(*schema, args, declared, &inferred, [&] { return NodeContext(n); }));
-        memo.Set(schema, memo_args, declared);
-        inferred_forms.resize(inferred.size());
-        for (size_t r = 0; r < inferred.size(); ++r) {
-          InferredResult& result = inferred[r];
-          result.layout.data = nullptr;
-          inferred_forms[r].contiguous = result.layout.IsContiguous();
-          inferred_forms[r].as_declared =
-              result.view_offset == 0 && HasMetaLayout(result.layout, *declared[r], meta_layout);
-        }
-      }  // else `inferred` holds the previous node's results, which are this node's
-      bool any_view = false;
-      for (size_t r = 0; r < node.results.size(); ++r) {
-        const ValueId v = node.results[r];
-        natural_set_[v] = 1;
-        if (!inferred_forms[r].as_declared) odd_layouts_.insert_or_assign(v, inferred[r]);
-        if (!inferred_forms[r].contiguous) {
-          pin_.layouts.emplace_back(v, LayoutOf(inferred[r].layout));
-        }
-      }
-      if (!schema->view_of.empty()) {
-        for (size_t r = 0; r < node.results.size(); ++r) {
-          any_view = any_view || schema->ViewOf(static_cast<int>(r)) >= 0;
-        }
-      }
-      if (!schema->written_args.empty()) {
-        effects.written_args.assign(schema->written_args.begin(), schema->written_args.end());
-      }
-      if (!schema->shape_only_args.empty()) {
-        effects.shape_only_args.assign(schema->shape_only_args.begin(),
-                                       schema->shape_only_args.end());
-      }
-      if (any_view) {  // empty view_of: no result is a view
-        effects.view_of.assign(node.results.size(), -1);
-        for (size_t r = 0; r < node.results.size(); ++r) {
-          effects.view_of[r] = schema->ViewOf(static_cast<int>(r));
-        }
-      }
+      FERRY_RETURN_IF_ERROR(ResolveHostOp(n, node, scratch, effects));
     } else {
-      const Backend* backend = rt_.FindBackend(node.delegate().backend);
-      if (backend == nullptr) {
-        return absl::NotFoundError(absl::StrCat(
-            NodeContext(n), ": no backend named \"", node.delegate().backend,
-            "\" is registered; register one under that name with Runtime::RegisterBackend "
-            "before loading"));
-      }
-      backends_[n] = backend;
-      payload_bytes_ += node.delegate().payload.size();
-      for (ValueId r : node.results) set_natural_from_meta(r);
-      effects.written_args.assign(node.delegate().written_args.begin(),
-                                  node.delegate().written_args.end());
+      FERRY_RETURN_IF_ERROR(ResolveDelegate(n, node, scratch.meta_layout, effects));
     }
     if (!effects.empty()) pin_.effects.emplace_back(static_cast<int32_t>(n), std::move(effects));
   }
@@ -537,13 +454,131 @@ absl::Status MethodLoader::ResolveOps() {
     if (natural_set_[v]) continue;
     const ValueDef& value = m_.values[v];  // scalars, and values no node reads
     if (value.is_tensor() && value.kind != ValueKind::kIntermediate) {
-      set_natural_from_meta(static_cast<ValueId>(v));
+      SetNaturalFromMeta(static_cast<ValueId>(v), scratch.meta_layout);
     }
   }
   auto by_value = [](const auto& a, const auto& b) { return a.first < b.first; };
   if (!std::is_sorted(pin_.layouts.begin(), pin_.layouts.end(), by_value)) {
     std::sort(pin_.layouts.begin(), pin_.layouts.end(), by_value);
   }
+  return absl::OkStatus();
+}
+
+// A host op: its schema (found by name), its arguments' layouts, its results inferred and
+// checked against their declared metas, and its effects (writes, views, shape-only reads).
+absl::Status MethodLoader::ResolveHostOp(size_t n, const NodeDef& node, ResolveScratch& s,
+                                         NodeEffects& effects) {
+  std::vector<InferMemo::Arg>& memo_args = s.memo_args;
+  std::vector<OpArg>& args = s.args;
+  std::vector<TensorRef>& arg_layouts = s.arg_layouts;
+  std::vector<const TensorMeta*>& declared = s.declared;
+  std::vector<InferredResult>& inferred = s.inferred;
+  std::vector<ResolveScratch::ResultForm>& inferred_forms = s.inferred_forms;
+  InferMemo& memo = s.memo;
+  const OpSchema* schema =
+      s.last_schema != nullptr && node.op == s.last_op ? s.last_schema : rt_.ops().Find(node.op);
+  s.last_op = node.op;
+  s.last_schema = schema;
+  if (schema == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        NodeContext(n), ": unknown op \"", node.op,
+        "\"; register it with Runtime::ops().Register before loading"));
+  }
+  schemas_[n] = schema;
+  ++host_steps_;
+  host_args_ += node.args.size();
+  host_results_ += node.results.size();
+  memo_args.assign(node.args.size(), InferMemo::Arg{});
+  for (size_t a = 0; a < node.args.size(); ++a) {
+    const ValueId id = node.args[a];
+    const ValueDef& value = m_.values[id];
+    if (value.is_tensor()) {
+      // Not yet set: not an intermediate (reading checked that each is made before it is
+      // read), so laid out as its meta says.
+      if (!natural_set_[id]) SetNaturalFromMeta(id, s.meta_layout);
+      if (const InferredResult* odd = OddLayout(id)) {
+        memo_args[a].layout = &odd->layout;
+      } else {
+        memo_args[a].meta = &value.meta;
+      }
+    } else {
+      memo_args[a].scalar = &value.scalar;
+    }
+  }
+  declared.clear();
+  for (ValueId r : node.results) declared.push_back(&m_.values[r].meta);
+  if (!memo.Matches(schema, memo_args, declared)) {
+    args.assign(node.args.size(), OpArg{});
+    arg_layouts.resize(node.args.size());
+    for (size_t a = 0; a < node.args.size(); ++a) {
+      const InferMemo::Arg& arg = memo_args[a];
+      if (arg.meta != nullptr) {
+        arg.meta->FillRef(arg_layouts[a]);
+        args[a].tensor = &arg_layouts[a];
+      } else if (arg.layout != nullptr) {
+        arg_layouts[a] = *arg.layout;
+        args[a].tensor = &arg_layouts[a];
+      } else {
+        args[a].scalar = arg.scalar;
+      }
+    }
+    FERRY_RETURN_IF_ERROR(
+        InferAndCheck(*schema, args, declared, &inferred, [&] { return NodeContext(n); }));
+    memo.Set(schema, memo_args, declared);
+    inferred_forms.resize(inferred.size());
+    for (size_t r = 0; r < inferred.size(); ++r) {
+      InferredResult& result = inferred[r];
+      result.layout.data = nullptr;
+      inferred_forms[r].contiguous = result.layout.IsContiguous();
+      inferred_forms[r].as_declared =
+          result.view_offset == 0 && HasMetaLayout(result.layout, *declared[r], s.meta_layout);
+    }
+  }  // else `inferred` holds the previous node's results, which are this node's
+  bool any_view = false;
+  for (size_t r = 0; r < node.results.size(); ++r) {
+    const ValueId v = node.results[r];
+    natural_set_[v] = 1;
+    if (!inferred_forms[r].as_declared) odd_layouts_.insert_or_assign(v, inferred[r]);
+    if (!inferred_forms[r].contiguous) {
+      pin_.layouts.emplace_back(v, LayoutOf(inferred[r].layout));
+    }
+  }
+  if (!schema->view_of.empty()) {
+    for (size_t r = 0; r < node.results.size(); ++r) {
+      any_view = any_view || schema->ViewOf(static_cast<int>(r)) >= 0;
+    }
+  }
+  if (!schema->written_args.empty()) {
+    effects.written_args.assign(schema->written_args.begin(), schema->written_args.end());
+  }
+  if (!schema->shape_only_args.empty()) {
+    effects.shape_only_args.assign(schema->shape_only_args.begin(),
+                                   schema->shape_only_args.end());
+  }
+  if (any_view) {  // empty view_of: no result is a view
+    effects.view_of.assign(node.results.size(), -1);
+    for (size_t r = 0; r < node.results.size(); ++r) {
+      effects.view_of[r] = schema->ViewOf(static_cast<int>(r));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A delegate call: its backend (found by name), its results laid out as declared, its writes.
+absl::Status MethodLoader::ResolveDelegate(size_t n, const NodeDef& node, TensorRef& meta_layout,
+                                           NodeEffects& effects) {
+  const Backend* backend = rt_.FindBackend(node.delegate().backend);
+  if (backend == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        NodeContext(n), ": no backend named \"", node.delegate().backend,
+        "\" is registered; register one under that name with Runtime::RegisterBackend "
+        "before loading"));
+  }
+  backends_[n] = backend;
+  payload_bytes_ += node.delegate().payload.size();
+  for (ValueId r : node.results) SetNaturalFromMeta(r, meta_layout);
+  effects.written_args.assign(node.delegate().written_args.begin(),
+                              node.delegate().written_args.end());
   return absl::OkStatus();
 }
 

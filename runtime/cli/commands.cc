@@ -623,8 +623,12 @@ int Bench(const Options& options, const Runtime& rt, const Program& program,
 
 const char* Version() { return FERRY_VERSION; }
 
-int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* out,
-              std::FILE* err) {
+namespace {
+
+// Parsing's steps, each returning an exit code for main to return, or -1 to go on.
+
+// `ferry`, `ferry --help`, `ferry help [COMMAND]`, `ferry --version`: answered at once.
+int AnswerHelpOrVersion(int argc, const char* const* argv, std::FILE* out, std::FILE* err) {
   if (argc < 2) {
     std::fputs(Usage().c_str(), err);
     return kExitUsage;
@@ -644,8 +648,99 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
     absl::FPrintF(out, "ferry %s\n", Version());
     return kExitOk;
   }
-  const CommandSpec* command = FindCommand(first);
-  if (command == nullptr) return UnknownCommand(first, err);
+  return -1;
+}
+
+// One option `arg` (known, and valid for the command) with its `value` (null for a flag).
+int ApplyOption(const std::string& arg, const char* value, Options* options, std::FILE* err) {
+  if (arg == "--method") {
+    options->method = value;
+    options->method_given = true;
+  } else if (arg == "--data") {
+    options->data = value;
+  } else if (arg == "--skip-h2d") {
+    options->load.skip_h2d_for_method_inputs = true;
+  } else if (arg == "--skip-d2h") {
+    options->load.skip_d2h_for_method_outputs = true;
+  } else if (arg == "--strict") {
+    options->load.error_on_per_call_copies = true;
+  } else if (arg == "--no-guard") {
+    options->runtime.sim.guard = false;
+  } else if (arg == "--calls") {
+    // SimpleAtoi refuses what does not fit an int, so overflow is an error, not a wrap.
+    if (!absl::SimpleAtoi(value, &options->calls) || options->calls < 1) {
+      std::fprintf(err, "ferry: --calls needs a positive integer, at most %d (got \"%s\")\n",
+                   std::numeric_limits<int>::max(), value);
+      return kExitUsage;
+    }
+  } else if (arg == "--warmup") {
+    if (!absl::SimpleAtoi(value, &options->warmup) || options->warmup < 0) {
+      std::fprintf(err, "ferry: --warmup needs a non-negative integer (got \"%s\")\n", value);
+      return kExitUsage;
+    }
+  } else if (arg == "--tokens") {
+    if (!absl::SimpleAtoi(value, &options->tokens) || options->tokens < 1) {
+      std::fprintf(err, "ferry: --tokens needs a positive integer, at most %d (got \"%s\")\n",
+                   std::numeric_limits<int>::max(), value);
+      return kExitUsage;
+    }
+  } else if (arg == "--dot") {
+    options->dot = true;
+  } else if (arg == "--audit") {
+    options->audit = true;
+  } else if (arg == "--json") {
+    options->json = true;
+  } else if (arg == "--input") {
+    const std::string spec = value;
+    std::vector<std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    if (parts.size() != 2 || parts[0].empty()) {
+      std::fprintf(err, "ferry: --input expects NAME=V,V,... (got \"%s\")\n", spec.c_str());
+      return kExitUsage;
+    }
+    std::vector<double> values;
+    for (absl::string_view v : absl::StrSplit(parts[1], ',')) {
+      double d = 0;
+      if (!absl::SimpleAtod(v, &d)) {
+        std::fprintf(err, "ferry: --input %s: \"%s\" is not a number\n", parts[0].c_str(),
+                     std::string(v).c_str());
+        return kExitUsage;
+      }
+      values.push_back(d);
+    }
+    options->inputs[parts[0]] = std::move(values);
+  }
+  return -1;
+}
+
+// What the options imply together, once all are read.
+int FinishOptions(const CommandSpec& command, bool program_given, Options* options,
+                  std::FILE* err) {
+  if (options->tokens > 0) {
+    if (options->calls >= 0 || !options->inputs.empty() || options->json) {
+      std::fprintf(err, "ferry: --tokens makes the calls and their inputs; it does not go with %s\n",
+                   options->calls >= 0 ? "--calls" : options->json ? "--json" : "--input");
+      return kExitUsage;
+    }
+    if (!options->method_given) options->method = "decode";
+    if (!program_given && !options->tokens_program.empty()) {
+      options->program = options->tokens_program;
+    }
+  }
+  if (options->program.empty()) {
+    std::fputs("ferry: no PROGRAM given and no example program was built in\n", err);
+    return kExitUsage;
+  }
+  if (options->calls < 0) options->calls = command.bit == kBench ? 1000 : 1;
+  return -1;
+}
+
+}  // namespace
+
+int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* out,
+              std::FILE* err) {
+  if (int code = AnswerHelpOrVersion(argc, argv, out, err); code >= 0) return code;
+  const CommandSpec* command = FindCommand(argv[1]);
+  if (command == nullptr) return UnknownCommand(argv[1], err);
   options->command = command->name;
   bool program_given = false;
   for (int i = 2; i < argc; ++i) {
@@ -681,80 +776,9 @@ int ParseArgs(int argc, const char* const* argv, Options* options, std::FILE* ou
       }
       value = argv[++i];
     }
-    if (arg == "--method") {
-      options->method = value;
-      options->method_given = true;
-    } else if (arg == "--data") {
-      options->data = value;
-    } else if (arg == "--skip-h2d") {
-      options->load.skip_h2d_for_method_inputs = true;
-    } else if (arg == "--skip-d2h") {
-      options->load.skip_d2h_for_method_outputs = true;
-    } else if (arg == "--strict") {
-      options->load.error_on_per_call_copies = true;
-    } else if (arg == "--no-guard") {
-      options->runtime.sim.guard = false;
-    } else if (arg == "--calls") {
-      // SimpleAtoi refuses what does not fit an int, so overflow is an error, not a wrap.
-      if (!absl::SimpleAtoi(value, &options->calls) || options->calls < 1) {
-        std::fprintf(err, "ferry: --calls needs a positive integer, at most %d (got \"%s\")\n",
-                     std::numeric_limits<int>::max(), value);
-        return kExitUsage;
-      }
-    } else if (arg == "--warmup") {
-      if (!absl::SimpleAtoi(value, &options->warmup) || options->warmup < 0) {
-        std::fprintf(err, "ferry: --warmup needs a non-negative integer (got \"%s\")\n", value);
-        return kExitUsage;
-      }
-    } else if (arg == "--tokens") {
-      if (!absl::SimpleAtoi(value, &options->tokens) || options->tokens < 1) {
-        std::fprintf(err, "ferry: --tokens needs a positive integer, at most %d (got \"%s\")\n",
-                     std::numeric_limits<int>::max(), value);
-        return kExitUsage;
-      }
-    } else if (arg == "--dot") {
-      options->dot = true;
-    } else if (arg == "--audit") {
-      options->audit = true;
-    } else if (arg == "--json") {
-      options->json = true;
-    } else if (arg == "--input") {
-      const std::string spec = value;
-      std::vector<std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
-      if (parts.size() != 2 || parts[0].empty()) {
-        std::fprintf(err, "ferry: --input expects NAME=V,V,... (got \"%s\")\n", spec.c_str());
-        return kExitUsage;
-      }
-      std::vector<double> values;
-      for (absl::string_view v : absl::StrSplit(parts[1], ',')) {
-        double d = 0;
-        if (!absl::SimpleAtod(v, &d)) {
-          std::fprintf(err, "ferry: --input %s: \"%s\" is not a number\n", parts[0].c_str(),
-                       std::string(v).c_str());
-          return kExitUsage;
-        }
-        values.push_back(d);
-      }
-      options->inputs[parts[0]] = std::move(values);
-    }
+    if (int code = ApplyOption(arg, value, options, err); code >= 0) return code;
   }
-  if (options->tokens > 0) {
-    if (options->calls >= 0 || !options->inputs.empty() || options->json) {
-      std::fprintf(err, "ferry: --tokens makes the calls and their inputs; it does not go with %s\n",
-                   options->calls >= 0 ? "--calls" : options->json ? "--json" : "--input");
-      return kExitUsage;
-    }
-    if (!options->method_given) options->method = "decode";
-    if (!program_given && !options->tokens_program.empty()) {
-      options->program = options->tokens_program;
-    }
-  }
-  if (options->program.empty()) {
-    std::fputs("ferry: no PROGRAM given and no example program was built in\n", err);
-    return kExitUsage;
-  }
-  if (options->calls < 0) options->calls = command->bit == kBench ? 1000 : 1;
-  return -1;
+  return FinishOptions(*command, program_given, options, err);
 }
 
 double MicrosSince(Clock::time_point start) {
