@@ -662,6 +662,13 @@ absl::Status MethodImporter::ImportExporterCopy(bool to_device, absl::Span<const
   return absl::OkStatus();
 }
 
+absl::Status MethodImporter::MapUnary(absl::string_view op, int32_t self, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(self));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+  AddNode(op, {a}, r);
+  return absl::OkStatus();
+}
+
 bool MethodImporter::IsUnwrittenConstant(int32_t v) const {
   const EtValue& value = et_.values[v];
   return latest_[v] < 0 && value.kind == EtValueKind::kTensor &&

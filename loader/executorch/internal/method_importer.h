@@ -125,6 +125,8 @@ class MethodImporter {
   // OK when the scalar argument (alpha, beta) is 1 or absent; Unimplemented otherwise.
   absl::Status RequireOne(int32_t v, absl::string_view what) const;
 
+  // The host op `op` on tensor `self` into a new value for `out` (relu, clone).
+  absl::Status MapUnary(absl::string_view op, int32_t self, int32_t out);
   // A *_copy op: the view `view_op(self, extra...)`, then a clone into `out`, so that the result
   // is a fresh tensor as ExecuTorch's semantics require.
   absl::Status ViewThenClone(absl::string_view view_op, int32_t self, std::vector<Scalar> extra,

@@ -54,12 +54,7 @@ absl::Status ImportDimOrderCopy(MethodImporter& m, absl::Span<const int32_t> arg
   }
   FERRY_ASSIGN_OR_RETURN(TensorMeta from, m.MetaOf(args[0]));
   FERRY_ASSIGN_OR_RETURN(TensorMeta to, m.MetaOf(out));
-  if (from.dtype == to.dtype) {
-    FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
-    FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-    m.AddNode("clone", {a}, r);
-    return absl::OkStatus();
-  }
+  if (from.dtype == to.dtype) return m.MapUnary("clone", args[0], out);
   if (!from.dim_order.empty() || from.sizes != to.sizes) {
     return m.Unimplemented(absl::StrCat("a cast from ", DTypeName(from.dtype), " to ",
                                         DTypeName(to.dtype),

@@ -23,10 +23,7 @@ absl::Status ImportBinary(MethodImporter& m, absl::Span<const int32_t> args, int
 
 // relu(self).
 absl::Status ImportRelu(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
-  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
-  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode("relu", {a}, r);
-  return absl::OkStatus();
+  return m.MapUnary("relu", args[0], out);
 }
 
 // copy(self, src, non_blocking) and copy_: src broadcast into (a copy of) self.

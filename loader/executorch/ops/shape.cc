@@ -19,10 +19,7 @@ namespace {
 
 // clone(self, memory_format).
 absl::Status ImportClone(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
-  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
-  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode("clone", {a}, r);
-  return absl::OkStatus();
+  return m.MapUnary("clone", args[0], out);
 }
 
 // permute_copy(self, dims): Ferry's permute is a view, so a clone makes the copy.
