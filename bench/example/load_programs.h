@@ -1,5 +1,5 @@
 // Generated programs of N nodes that the load benchmarks (bench/load_bench.cc) time and the load
-// tests (tests/runtime/untrusted_program_test.cc) hold the load's memory estimate to.
+// tests (tests/e2e/untrusted_program_test.cc) hold the load's memory estimate to.
 //
 //   std::vector<uint8_t> bytes = ferry::example::AddChainProgram(100000);
 #ifndef FERRY_BENCH_EXAMPLE_LOAD_PROGRAMS_H_

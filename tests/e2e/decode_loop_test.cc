@@ -221,7 +221,7 @@ TEST(DecodeLoop, TheDocsShowTheCodeTheseTestsRun) {
     s << in.rdbuf();
     return s.str();
   };
-  const std::string source = read(std::string(FERRY_SOURCE_DIR) + "/tests/runtime/decode_loop_test.cc");
+  const std::string source = read(std::string(FERRY_SOURCE_DIR) + "/tests/e2e/decode_loop_test.cc");
   const std::string doc = read(std::string(FERRY_SOURCE_DIR) + "/docs/device_io.md");
   ASSERT_FALSE(source.empty());
   ASSERT_FALSE(doc.empty());
