@@ -9,8 +9,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > ferry::fuzz::kMaxProgramBytes) return 0;
   static const ferry::Runtime& runtime = ferry::fuzz::FuzzRuntime();
-  const ferry::fuzz::DriveResult result = ferry::fuzz::DriveJson(runtime,
-                         absl::string_view(reinterpret_cast<const char*>(data), size));
+  const ferry::fuzz::DriveResult result = ferry::fuzz::DriveJson(
+      runtime, absl::string_view(reinterpret_cast<const char*>(data), size));
   // A reader built a method that breaks the model's invariants.
   if (!result.model.ok()) __builtin_trap();
   return 0;

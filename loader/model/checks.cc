@@ -1,12 +1,12 @@
 #include "ferry/loader/model/checks.h"
 
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -48,7 +48,8 @@ class MethodChecker {
     return absl::StrCat("node ", n, " (", absl::CHexEscape(m_.nodes[n].name), ")");
   }
 
-  absl::Status CheckTensor(size_t v, const TensorMeta& meta) const {
+  // The tensor's byte size, once its dtype, rank, sizes and dim order pass.
+  absl::StatusOr<size_t> CheckTensor(size_t v, const TensorMeta& meta) const {
     if (!IsKnownDType(meta.dtype)) {
       return Fail(ValueLabel(v), absl::StrCat("dtype ", static_cast<int>(meta.dtype),
                                               " is not a known dtype"));
@@ -57,7 +58,8 @@ class MethodChecker {
       return Fail(ValueLabel(v),
                   absl::StrCat("rank ", meta.rank(), " exceeds the maximum rank ", kMaxRank));
     }
-    if (!CheckedByteSize(meta.dtype, meta.sizes).has_value()) {
+    const std::optional<size_t> bytes = CheckedByteSize(meta.dtype, meta.sizes);
+    if (!bytes.has_value()) {
       return Fail(ValueLabel(v), absl::StrCat("sizes [", absl::StrJoin(meta.sizes, ", "),
                                               "] are negative or their byte size overflows"));
     }
@@ -66,7 +68,7 @@ class MethodChecker {
                                               ") is not a permutation of its ", meta.rank(),
                                               " dimensions"));
     }
-    return absl::OkStatus();
+    return *bytes;
   }
 
   absl::Status CheckValues() {
@@ -97,10 +99,10 @@ class MethodChecker {
                                                 value.data.size(), " bytes of data"));
       }
       if (!value.is_tensor()) continue;
-      FERRY_RETURN_IF_ERROR(CheckTensor(v, value.meta));
-      if (has_data && value.data.size() != *value.meta.ByteSize()) {
+      FERRY_ASSIGN_OR_RETURN(const size_t bytes, CheckTensor(v, value.meta));
+      if (has_data && value.data.size() != bytes) {
         return Fail(ValueLabel(v), absl::StrCat("holds ", value.data.size(), " bytes of data, ",
-                                                "expected ", *value.meta.ByteSize(), " for ",
+                                                "expected ", bytes, " for ",
                                                 value.meta.ToString()));
       }
     }

@@ -86,7 +86,7 @@ constexpr SuiteSkip kSkipLists[] = {
 };
 
 // The reason `type` skips `test`, or nullptr when it runs it.
-const char* SkipReason(const std::string& type, const std::string& test) {
+const char* SkipReason(absl::string_view type, absl::string_view test) {
   for (const SuiteSkip& skip : kSkipLists) {
     if (type == skip.type && test == skip.test) return skip.why;
   }
@@ -99,7 +99,7 @@ class DeviceSuite : public ::testing::TestWithParam<Device> {
     const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     // "InjectedAllocation.../host": the suite's test name before the parameter.
     const std::string name = test.substr(0, test.find('/'));
-    if (const char* why = SkipReason(std::string(DeviceTypeName(GetParam().type)), name)) {
+    if (const char* why = SkipReason(DeviceTypeName(GetParam().type), name)) {
       GTEST_SKIP() << GetParam().ToString() << " skips " << name << ": " << why;
     }
     registry_ = DeviceRegistry::CreateDefault(SuiteOptions());

@@ -1,7 +1,6 @@
 #include "ferry/loader/ferry/internal/reader.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <limits>
 #include <optional>
