@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "ferry/base/status_macros.h"
 #include "ferry/loader/program_mapping.h"
 
@@ -46,7 +48,6 @@ absl::Status RunLoadCopy(const CopyExec& c, const ProgramMapping* mapping) {
   return absl::OkStatus();
 }
 
-
 std::string DeviceLabel(const Device& device, const absl::flat_hash_map<Device, Device>& map) {
   std::vector<Device> declared;
   for (const auto& [from, to] : map) {
@@ -80,6 +81,25 @@ size_t LoadTableBytes(size_t values, size_t nodes, size_t list_entries, size_t p
     return SIZE_MAX;
   }
   return total;
+}
+
+ValueLayout LayoutOf(const TensorRef& ref) {
+  ValueLayout layout;
+  const absl::Span<const int64_t> sizes(ref.sizes.data(), ref.rank);
+  const absl::Span<const int64_t> strides(ref.strides.data(), ref.rank);
+  if (ref.IsContiguous()) return layout;  // dense, row-major: nothing to store
+  layout.dense = IsDenseLayout(sizes, strides, &layout.dim_order);
+  if (layout.dense) {
+    layout.dim_order = CanonicalDimOrder(std::move(layout.dim_order));
+  } else {
+    layout.dim_order.clear();
+    layout.strides.assign(strides.begin(), strides.end());
+  }
+  return layout;
+}
+
+std::string SpecString(DType dtype, absl::Span<const int64_t> sizes) {
+  return absl::StrCat(DTypeName(dtype), "[", absl::StrJoin(sizes, ", "), "]");
 }
 
 }  // namespace internal

@@ -3,10 +3,12 @@
 #define FERRY_RUNTIME_INTERNAL_LOAD_UTIL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "ferry/loader/program_mapping.h"
 #include "ferry/memory/device.h"
 #include "ferry/memory/devices/host/host_device.h"  // FormatBytes
@@ -42,6 +44,13 @@ size_t LoadTableBytes(const MethodDef& m);
 // The same from the counts: values, nodes, entries of all argument and result lists, and bytes
 // of all delegate payloads.
 size_t LoadTableBytes(size_t values, size_t nodes, size_t list_entries, size_t payload_bytes);
+
+// A layout as placement records it: nothing for a dense row-major layout, a dim order for
+// another dense one, the strides otherwise.
+ValueLayout LayoutOf(const TensorRef& ref);
+
+// "f32[2, 3]": a dtype and sizes as messages show them.
+std::string SpecString(DType dtype, absl::Span<const int64_t> sizes);
 
 }  // namespace ferry::internal
 
