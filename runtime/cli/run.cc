@@ -1,0 +1,192 @@
+// `ferry run`: a method's inputs filled (given values or a fixed pattern), its calls, and its
+// outputs as text or JSON.
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/runtime/cli/internal.h"
+
+namespace ferry::cli {
+namespace {
+
+// Stores `v` as one element of input `io`, refusing what the dtype cannot hold exactly: a
+// float32 beyond its range, an int64 that is not a whole number in range (NaN included).
+absl::Status StoreElement(const IoInfo& io, double v, uint8_t* out) {
+  switch (io.dtype) {
+    case DType::kFloat32: {
+      if (std::isfinite(v) && std::fabs(v) > static_cast<double>(FLT_MAX)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("--input %s: %g is out of the range of float32", io.name, v));
+      }
+      const float f = static_cast<float>(v);
+      std::memcpy(out, &f, sizeof(f));
+      return absl::OkStatus();
+    }
+    case DType::kInt64: {
+      // [-2^63, 2^63): every double in it converts to int64 exactly when it is whole.
+      if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != std::trunc(v)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--input %s: %g is not a whole number in the range of int64, and input \"%s\" is "
+            "int64",
+            io.name, v, io.name));
+      }
+      const int64_t n = static_cast<int64_t>(v);
+      std::memcpy(out, &n, sizeof(n));
+      return absl::OkStatus();
+    }
+    case DType::kInt32: {
+      if (!(v >= -2147483648.0 && v <= 2147483647.0) || v != std::trunc(v)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--input %s: %g is not a whole number in the range of int32, and input \"%s\" is "
+            "int32",
+            io.name, v, io.name));
+      }
+      const int32_t n = static_cast<int32_t>(v);
+      std::memcpy(out, &n, sizeof(n));
+      return absl::OkStatus();
+    }
+    case DType::kBool: {
+      if (v != 0.0 && v != 1.0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--input %s: %g is not 0 or 1, and input \"%s\" is bool", io.name, v, io.name));
+      }
+      *out = v == 1.0 ? 1 : 0;
+      return absl::OkStatus();
+    }
+  }
+  return absl::UnimplementedError(absl::StrCat("--input ", io.name, ": inputs of dtype ",
+                                               DTypeName(io.dtype),
+                                               " cannot be given on the command line"));
+}
+
+// `ferry run --json`: the method's outputs with all their values.
+int PrintOutputsJson(const Options& options, const Runtime& rt, Method& method,
+                     const std::vector<double>& times, std::FILE* out, std::FILE* err) {
+  const MethodPlan& plan = method.plan();
+  std::string text =
+      absl::StrCat("{\"program\": ", JsonString(options.program),
+                   ", \"method\": ", JsonString(method.def().name), ", \"calls\": ", times.size(),
+                   ",\n \"latency_us\": {\"first\": ", JsonNumber(times.front(), 6),
+                   ", \"last\": ", JsonNumber(times.back(), 6), "},\n \"outputs\": [");
+  for (size_t i = 0; i < method.num_outputs(); ++i) {
+    absl::StatusOr<std::vector<double>> values = ReadValues(rt, method.Output(i));
+    if (!values.ok()) return Fail(err, values.status());
+    const IoInfo& io = plan.outputs[i];
+    std::vector<std::string> numbers;
+    numbers.reserve(values->size());
+    const int digits = io.dtype == DType::kFloat32 ? 9 : 17;
+    for (double v : *values) numbers.push_back(JsonNumber(v, digits));
+    absl::StrAppend(&text, i == 0 ? "\n  " : ",\n  ", "{\"index\": ", i,
+                    ", \"name\": ", JsonString(io.name),
+                    ", \"dtype\": ", JsonString(DTypeName(io.dtype)), ", \"sizes\": [",
+                    absl::StrJoin(io.sizes, ", "), "], \"device\": ", JsonString(io.device_label),
+                    ", \"values\": [", absl::StrJoin(numbers, ", "), "]}");
+  }
+  absl::StrAppend(&text, method.num_outputs() == 0 ? "]}\n" : "\n ]}\n");
+  std::fputs(text.c_str(), out);
+  return 0;
+}
+
+}  // namespace
+
+absl::Status FillInputs(const Options& options, const Runtime& rt, Method& method,
+                        InputBuffers& buffers) {
+  const MethodPlan& plan = method.plan();
+  buffers.host.resize(plan.inputs.size());
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const IoInfo& io = plan.inputs[i];
+    std::vector<uint8_t>& bytes = buffers.host[i];
+    bytes.assign(io.bytes, 0);
+    const size_t count = io.bytes / DTypeSize(io.dtype);
+    // By name, or by position for inputs without a name of their own (ExecuTorch's).
+    auto given = options.inputs.find(io.name);
+    if (given == options.inputs.end()) given = options.inputs.find(std::to_string(i));
+    for (size_t j = 0; j < count; ++j) {
+      double v;
+      if (given != options.inputs.end()) {
+        v = given->second[j % given->second.size()];
+      } else {
+        // Deterministic values; integer and bool inputs are zero so that index inputs stay in
+        // range.
+        v = io.dtype == DType::kFloat32 ? 0.5 * std::sin(0.1 * j + i) : 0.0;
+      }
+      FERRY_RETURN_IF_ERROR(StoreElement(io, v, bytes.data() + j * DTypeSize(io.dtype)));
+    }
+    void* data = bytes.data();
+    if (!io.device.is_host()) {
+      DeviceRuntime* device = rt.devices().Find(io.device);
+      FERRY_ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(*device, io.bytes, 64));
+      FERRY_RETURN_IF_ERROR(device->CopyHostToDevice(buffer.data(), bytes.data(), io.bytes));
+      FERRY_RETURN_IF_ERROR(device->Synchronize());
+      data = buffer.data();
+      buffers.device.push_back(std::move(buffer));
+    }
+    FERRY_RETURN_IF_ERROR(method.SetInput(i, TensorView(io.dtype, io.sizes, data, io.device)));
+  }
+  for (const auto& [name, values] : options.inputs) {
+    bool found = false;
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+      found = found || plan.inputs[i].name == name || std::to_string(i) == name;
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat("--input: the method has no input \"", name,
+                                                     "\" (name one, or give its position, 0 to ",
+                                                     plan.inputs.size() - 1, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void PrintDiagnostics(const Method& method, std::FILE* err) {
+  for (const Diagnostic& d : method.plan().placement.diagnostics) {
+    std::fprintf(err, "ferry: %s: %s\n",
+                 d.severity == Diagnostic::Severity::kError ? "error" : "warning",
+                 d.message.c_str());
+  }
+}
+
+int RunMethod(const Options& options, const Runtime& rt, Method& method, std::FILE* out,
+              std::FILE* err) {
+  PrintDiagnostics(method, err);
+  InputBuffers buffers;
+  if (absl::Status s = FillInputs(options, rt, method, buffers); !s.ok()) return Fail(err, s);
+  const int calls = std::max(options.calls, 1);
+  std::vector<double> times;
+  for (int c = 0; c < calls; ++c) {
+    auto start = Clock::now();
+    if (absl::Status s = method.Execute(); !s.ok()) return Fail(err, s);
+    times.push_back(MicrosSince(start));
+  }
+  const MethodPlan& plan = method.plan();
+  if (options.json) return PrintOutputsJson(options, rt, method, times, out, err);
+  absl::FPrintF(out, "method \"%s\": %d call%s, first %.1f us, last %.1f us\n", method.def().name,
+                calls, calls == 1 ? "" : "s", times.front(), times.back());
+  for (size_t i = 0; i < method.num_outputs(); ++i) {
+    TensorView view = method.Output(i);
+    absl::StatusOr<std::vector<double>> values = ReadValues(rt, view);
+    if (!values.ok()) return Fail(err, values.status());
+    double sum = 0, lo = INFINITY, hi = -INFINITY;
+    for (double v : *values) {
+      sum += v;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    std::vector<std::string> head;
+    for (size_t j = 0; j < std::min<size_t>(values->size(), 6); ++j) {
+      head.push_back(absl::StrFormat("%.6g", (*values)[j]));
+    }
+    const IoInfo& io = plan.outputs[i];
+    absl::FPrintF(out, "output %d \"%s\" %s[%s] on %s: sum %.6g min %.6g max %.6g  [%s%s]\n", i,
+                  io.name, DTypeName(io.dtype), absl::StrJoin(io.sizes, ", "), io.device_label, sum,
+                  lo, hi, absl::StrJoin(head, ", "), values->size() > 6 ? ", ..." : "");
+  }
+  return 0;
+}
+
+}  // namespace ferry::cli
