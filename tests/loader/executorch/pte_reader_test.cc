@@ -1,6 +1,8 @@
 // The ExecuTorch program reader: the real programs in ../shared/pte with the facts they hold,
 // every truncation and thousands of single-byte mutations of them (never a crash; meaningful
-// under ASan), and hand-made bad programs, each refused with a message that names the problem.
+// under ASan), and hand-made programs (tests/testing/hand_made_pte.h) broken in the file's
+// header, segments or program tables, each refused with a message that names the problem. A
+// method's own tables are tested in pte_method_reader_test.cc.
 //
 // The facts below were read off `flatc --json --strict-json --raw-binary
 // loader/executorch/schema/executorch_program.fbs -- <file>` dumps and `xxd` of the files, not off
@@ -24,12 +26,23 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "loader/executorch/schema/executorch_program_generated.h"
+#include "tests/testing/hand_made_pte.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {
 namespace {
 
 namespace fb = ::ferry::et::fbs;
+using ::ferry::testing::BuildPte;
+using ::ferry::testing::kLengthAt;
+using ::ferry::testing::kProgramSizeAt;
+using ::ferry::testing::kSegmentBaseAt;
+using ::ferry::testing::kSegmentDataSizeAt;
+using ::ferry::testing::PteSpec;
+using ::ferry::testing::PutLE;
+using ::ferry::testing::Read;
+using ::ferry::testing::ReadWith;
+using ::ferry::testing::RefusedWith;
 using ::ferry::testing::StatusIs;
 using ::testing::_;
 using ::testing::AllOf;
@@ -432,16 +445,6 @@ TEST(ExecuTorchRealProgramTest, ADataFileIsNotAProgram) {
                                  "\"FT01\"), not a program")));
 }
 
-void PutLE(std::vector<uint8_t>& bytes, size_t at, uint64_t value, size_t n) {
-  for (size_t i = 0; i < n; ++i) bytes[at + i] = static_cast<uint8_t>(value >> (8 * i));
-}
-
-// Offsets of the extended header's fields in a file.
-constexpr size_t kLengthAt = 12;
-constexpr size_t kProgramSizeAt = 16;
-constexpr size_t kSegmentBaseAt = 24;
-constexpr size_t kSegmentDataSizeAt = 32;
-
 // ---------------------------------------------------------------------------------------------
 // Truncated and mutated real programs: a status or a program whose invariants hold, never a
 // crash. Each input is copied into a buffer of exactly its size, so that ASan sees a read past it.
@@ -520,169 +523,6 @@ TEST(ExecuTorchCorruptionTest, SingleByteMutationsOfRealProgramsAreHandled) {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Hand-made programs. A small valid one (forward: out = a + b, plus a float32[2] constant in a
-// segment and a delegate with an inline payload), and one knob per way to break it.
-
-struct PteSpec {
-  std::vector<int32_t> inputs = {0, 1};
-  std::vector<int32_t> outputs = {2};
-  int32_t op_index = 0;
-  std::vector<int32_t> args = {0, 1, 3, 2, 2};
-  int32_t delegate_index = 0;
-  std::vector<int32_t> delegate_args = {2, 4, 2};
-  fb::DataLocation payload_location = fb::DataLocation::INLINE;
-  uint32_t payload_index = 0;
-  int8_t scalar_type = static_cast<int8_t>(fb::ScalarType::FLOAT);  // of the constant
-  std::vector<int32_t> sizes = {2};                                 // of the constant
-  std::vector<uint8_t> dim_order = {0};                             // of the constant
-  uint32_t constant_index = 1;
-  std::vector<uint64_t> constant_offsets = {0, 0};
-  uint32_t memory_id = 1;       // of value 2
-  uint32_t memory_offset = 32;  // of value 2
-  std::vector<int64_t> arena_sizes = {0, 48};
-  // ExecutionPlan.non_const_buffer_device, written as given: (buffer_idx, device_type,
-  // device_index); none when empty.
-  struct ArenaDevice {
-    int32_t buffer_idx;
-    int8_t device_type;
-    int8_t device_index;
-  };
-  std::vector<ArenaDevice> arena_devices;
-  std::vector<int64_t> int_list = {3};  // value 5
-  bool empty_value_3 = false;           // value 3 without its union member
-  int chains = 1;
-  int32_t jump_destination = -1;  // adds a jump instruction when >= 0
-  std::vector<std::string> method_names = {"forward"};
-  std::string op_name = "aten::add";
-  std::string backend_id = "TestBackend";
-  uint64_t segment_size = 8;
-  bool extended_header = true;
-};
-
-// The FlatBuffer part of a program built from `spec`.
-std::vector<uint8_t> BuildFlatBuffer(const PteSpec& spec) {
-  flatbuffers::FlatBufferBuilder fbb;
-  auto planned = [&](uint32_t id, uint32_t offset) {
-    return fb::CreateAllocationDetails(fbb, id, offset, 0);
-  };
-  auto float_tensor = [&](std::vector<int32_t> sizes, uint32_t id, uint32_t offset) {
-    std::vector<uint8_t> order(sizes.size());
-    for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<uint8_t>(d);
-    return fb::CreateTensorDirect(fbb, fb::ScalarType::FLOAT, 0, &sizes, &order, false, 0,
-                                  planned(id, offset));
-  };
-  std::vector<flatbuffers::Offset<fb::ExecutionPlan>> plans;
-  for (const std::string& name : spec.method_names) {
-    std::vector<flatbuffers::Offset<fb::EValue>> values;
-    values.push_back(
-        fb::CreateEValue(fbb, fb::KernelTypes::Tensor, float_tensor({2}, 1, 0).Union()));
-    values.push_back(
-        fb::CreateEValue(fbb, fb::KernelTypes::Tensor, float_tensor({2}, 1, 16).Union()));
-    values.push_back(
-        fb::CreateEValue(fbb, fb::KernelTypes::Tensor,
-                         float_tensor({2}, spec.memory_id, spec.memory_offset).Union()));
-    values.push_back(spec.empty_value_3 ? fb::CreateEValue(fbb, fb::KernelTypes::Int, 0)
-                                        : fb::CreateEValue(fbb, fb::KernelTypes::Int,
-                                                           fb::CreateInt(fbb, 1).Union()));
-    values.push_back(fb::CreateEValue(
-        fbb, fb::KernelTypes::Tensor,
-        fb::CreateTensorDirect(fbb, static_cast<fb::ScalarType>(spec.scalar_type), 0, &spec.sizes,
-                               &spec.dim_order, false, spec.constant_index)
-            .Union()));
-    values.push_back(fb::CreateEValue(fbb, fb::KernelTypes::IntList,
-                                      fb::CreateIntListDirect(fbb, &spec.int_list).Union()));
-    std::vector<flatbuffers::Offset<fb::Instruction>> instructions;
-    instructions.push_back(
-        fb::CreateInstruction(fbb, fb::InstructionArguments::KernelCall,
-                              fb::CreateKernelCallDirect(fbb, spec.op_index, &spec.args).Union()));
-    instructions.push_back(fb::CreateInstruction(
-        fbb, fb::InstructionArguments::DelegateCall,
-        fb::CreateDelegateCallDirect(fbb, spec.delegate_index, &spec.delegate_args).Union()));
-    if (spec.jump_destination >= 0) {
-      instructions.push_back(
-          fb::CreateInstruction(fbb, fb::InstructionArguments::JumpFalseCall,
-                                fb::CreateJumpFalseCall(fbb, 4, spec.jump_destination).Union()));
-    }
-    std::vector<flatbuffers::Offset<fb::Chain>> chains;
-    for (int c = 0; c < spec.chains; ++c) {
-      chains.push_back(fb::CreateChainDirect(fbb, nullptr, nullptr, &instructions));
-    }
-    std::vector<flatbuffers::Offset<fb::Operator>> operators = {
-        fb::CreateOperatorDirect(fbb, spec.op_name.c_str(), "out")};
-    const std::vector<uint8_t> spec_value = {'c', 'p', 'u'};
-    std::vector<flatbuffers::Offset<fb::CompileSpec>> compile_specs = {
-        fb::CreateCompileSpecDirect(fbb, "target_device", &spec_value)};
-    std::vector<flatbuffers::Offset<fb::BackendDelegate>> delegates = {
-        fb::CreateBackendDelegateDirect(
-            fbb, spec.backend_id.c_str(),
-            fb::CreateBackendDelegateDataReference(fbb, spec.payload_location, spec.payload_index),
-            &compile_specs)};
-    std::vector<flatbuffers::Offset<fb::NonConstBufferDevice>> arena_devices;
-    for (const PteSpec::ArenaDevice& d : spec.arena_devices) {
-      arena_devices.push_back(fb::CreateNonConstBufferDevice(
-          fbb, d.buffer_idx, static_cast<fb::DeviceType>(d.device_type), d.device_index));
-    }
-    plans.push_back(fb::CreateExecutionPlanDirect(
-        fbb, name.c_str(), 0, &values, &spec.inputs, &spec.outputs, &chains, &operators,
-        &delegates, &spec.arena_sizes, arena_devices.empty() ? nullptr : &arena_devices));
-  }
-  const std::vector<uint8_t> payload = {1, 2, 3, 4};
-  std::vector<flatbuffers::Offset<fb::BackendDelegateInlineData>> inline_data = {
-      fb::CreateBackendDelegateInlineDataDirect(fbb, &payload)};
-  std::vector<flatbuffers::Offset<fb::DataSegment>> segments = {
-      fb::CreateDataSegment(fbb, 0, spec.segment_size)};
-  auto constant_segment = fb::CreateSubsegmentOffsetsDirect(fbb, 0, &spec.constant_offsets);
-  fb::FinishProgramBuffer(fbb, fb::CreateProgramDirect(fbb, 0, &plans, nullptr, &inline_data,
-                                                       &segments, constant_segment));
-  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
-}
-
-// The whole file: the FlatBuffer with a 32-byte extended header inserted after the identifier
-// (as ExecuTorch's writer does), padded to 16, then the segment: float32 {1.5, 2.5}.
-std::vector<uint8_t> BuildPte(const PteSpec& spec = {}) {
-  std::vector<uint8_t> fb_bytes = BuildFlatBuffer(spec);
-  std::vector<uint8_t> out;
-  if (!spec.extended_header) return fb_bytes;
-  out.assign(fb_bytes.begin(), fb_bytes.begin() + 8);
-  uint32_t root = 0;
-  std::memcpy(&root, fb_bytes.data(), sizeof(root));
-  PutLE(out, 0, root + 32, 4);  // the root table moves with everything after the identifier
-  out.resize(8 + 32);
-  std::memcpy(out.data() + 8, "eh00", 4);
-  out.insert(out.end(), fb_bytes.begin() + 8, fb_bytes.end());
-  const uint64_t program_size = out.size();
-  out.resize((out.size() + 15) / 16 * 16, 0);
-  const uint64_t base = out.size();
-  const float data[2] = {1.5f, 2.5f};
-  out.insert(out.end(), reinterpret_cast<const uint8_t*>(data),
-             reinterpret_cast<const uint8_t*>(data) + sizeof(data));
-  PutLE(out, kLengthAt, 32, 4);
-  PutLE(out, kProgramSizeAt, program_size, 8);
-  PutLE(out, kSegmentBaseAt, base, 8);
-  PutLE(out, kSegmentDataSizeAt, sizeof(data), 8);
-  return out;
-}
-
-absl::StatusOr<EtProgram> Read(const PteSpec& spec) {
-  const std::vector<uint8_t> bytes = BuildPte(spec);
-  absl::StatusOr<EtProgram> program = ReadExecuTorchProgram(bytes);
-  // The spans point into `bytes`, which dies here: tests look at everything but spans.
-  return program;
-}
-
-template <typename Edit>
-absl::StatusOr<EtProgram> ReadWith(Edit edit) {
-  PteSpec spec;
-  edit(spec);
-  return Read(spec);
-}
-
-MATCHER_P(RefusedWith, text, "") {
-  return ::testing::ExplainMatchResult(
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(text)), arg, result_listener);
-}
-
 TEST(ExecuTorchHandMadeTest, TheValidProgramReads) {
   const std::vector<uint8_t> bytes = BuildPte();
   ASSERT_OK_AND_ASSIGN(EtProgram program, ReadExecuTorchProgram(bytes));
@@ -705,117 +545,12 @@ TEST(ExecuTorchHandMadeTest, TheValidProgramReads) {
   EXPECT_THAT(m.values[5].items, ElementsAre(3));
 }
 
-TEST(ExecuTorchHandMadeTest, ArgumentOutOfRange) {
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.args = {0, 1, 3, 2, 40};
-              }),
-              RefusedWith("method \"forward\", instruction 0 (kernel call aten::add.out): "
-                          "argument 4 is value 40, but the method has 6 values"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.delegate_args = {-1}; }),
-              RefusedWith("instruction 1 (delegate call TestBackend): argument 0 is value -1"));
-}
-
-// Every instruction's node is named after its operator or backend, so a name of megabytes would
-// be copied once per instruction: names longer than any real one are refused at the table.
-TEST(ExecuTorchHandMadeTest, OverlongOperatorAndBackendNamesAreRefused) {
-  absl::StatusOr<EtProgram> longest =
-      ReadWith([](PteSpec& s) { s.op_name = std::string(1021, 'a'); });
-  ASSERT_OK(longest.status());  // 1,021 + "out": exactly the limit
-  EXPECT_EQ(longest->methods.at(0).operators.at(0).name.size(), 1021u);
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.op_name = std::string(1022, 'a'); }),
-              RefusedWith("operator 0: its name and overload are 1025 bytes; at most 1024 are "
-                          "read"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.backend_id = std::string(5000, 'b'); }),
-              RefusedWith("delegate 0: its backend id is 5000 bytes; at most 1024 are read"));
-}
-
-TEST(ExecuTorchHandMadeTest, OperatorAndDelegateOutOfRange) {
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.op_index = 5; }),
-              RefusedWith("instruction 0 (kernel call): its operator is 5, but the method has 1 "
-                          "operators"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.delegate_index = 1; }),
-              RefusedWith("instruction 1 (delegate call): its delegate is 1, but the method has "
-                          "1 delegates"));
-}
-
-TEST(ExecuTorchHandMadeTest, DelegatePayloadOutOfRange) {
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.payload_index = 3; }),
-              RefusedWith("delegate 0 (TestBackend): its payload is inline data 3, but the "
-                          "program has 1"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.payload_location = fb::DataLocation::SEGMENT;
-                s.payload_index = 2;
-              }),
-              RefusedWith("its payload is segment 2, but the program has 1 segments"));
-}
-
-TEST(ExecuTorchHandMadeTest, InputsAndOutputsOutOfRange) {
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.inputs = {0, 9};
-              }),
-              RefusedWith("method \"forward\", input 1: it is value 9, but the method has 6 "
-                          "values"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.outputs = {6}; }),
-              RefusedWith("output 0: it is value 6"));
-}
-
 TEST(ExecuTorchHandMadeTest, SegmentBeyondTheFile) {
   EXPECT_THAT(ReadWith([](PteSpec& s) { s.segment_size = 4096; }),
               RefusedWith("segment 0 (4096 bytes at offset 0 from the segment base"));
   // Without an extended header nothing says where segments start.
   EXPECT_THAT(ReadWith([](PteSpec& s) { s.extended_header = false; }),
               RefusedWith("segment 0 holds 8 bytes, but the file has no extended header"));
-}
-
-TEST(ExecuTorchHandMadeTest, ConstantOutsideItsSegment) {
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.constant_offsets = {0, 4};
-              }),
-              RefusedWith("value 4 (tensor): its 8 bytes at offset 4 of the constant segment "
-                          "(segment 0) run past the segment's 8 bytes"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.constant_offsets = {0, 0, 0};
-                s.constant_index = 7;
-              }),
-              RefusedWith("its data is entry 7 of the constant segment, which has 3 entries"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.constant_offsets = {0, std::numeric_limits<uint64_t>::max()};
-              }),
-              RefusedWith("run past the segment's 8 bytes"));
-}
-
-TEST(ExecuTorchHandMadeTest, BadTensorShapesAndTypes) {
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.sizes = {-1}; }),
-              RefusedWith("value 4 (tensor): size 0 is -1; sizes must be non-negative"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.sizes = {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::max(),
-                           std::numeric_limits<int32_t>::max()};
-                s.dim_order = {0, 1, 2};
-              }),
-              RefusedWith("is too large: its byte size overflows"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.dim_order = {1}; }),
-              RefusedWith("dim_order (1) is not a permutation of the 1 dimensions"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.sizes = {2, 1};
-                s.dim_order = {0, 0};
-              }),
-              RefusedWith("dim_order (0, 0) is not a permutation of the 2 dimensions"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.scalar_type = 99; }),
-              RefusedWith("scalar type 99 is not an ExecuTorch scalar type"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.sizes = std::vector<int32_t>(17, 1); }),
-              RefusedWith("rank 17 exceeds ExecuTorch's limit of 16 dimensions"));
-}
-
-TEST(ExecuTorchHandMadeTest, PlannedTensorOutsideItsArena) {
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.memory_offset = 44; }),
-              RefusedWith("value 2 (tensor): its 8 bytes at offset 44 of arena 1 run past the "
-                          "arena's 48 bytes"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.memory_id = 0; }),
-              RefusedWith("it is planned in arena 0, but the method has arenas 1..1"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.arena_sizes = {0, -48};
-              }),
-              RefusedWith("arena 1: its size is -48 bytes"));
 }
 
 TEST(ExecuTorchHandMadeTest, ExporterArenasSumTheirTensors) {
@@ -846,93 +581,6 @@ TEST(ExecuTorchHandMadeTest, ExporterArenasSumTheirTensors) {
                 s.memory_offset = 57;
               }),
               RefusedWith("its 8 bytes at offset 57 of arena 2 run past the arena's 64 bytes"));
-}
-
-TEST(ExecuTorchHandMadeTest, ArenaDevicesAreReadAndShownPerArena) {
-  // Arena 2 on cuda:1; arenas 1 and 3 have no entry, so they are on the CPU (the host).
-  ASSERT_OK_AND_ASSIGN(EtProgram program, ReadWith([](PteSpec& s) {
-                         s.arena_sizes = {0, 48, 64, 100};
-                         s.arena_devices = {{2, 1, 1}};
-                       }));
-  const EtMethod& m = program.methods.at(0);
-  ASSERT_EQ(m.non_const_buffer_devices.size(), 1u);
-  EXPECT_EQ(m.non_const_buffer_devices[0].buffer_idx, 2u);
-  EXPECT_EQ(m.non_const_buffer_devices[0].device_type, 1);
-  EXPECT_EQ(m.non_const_buffer_devices[0].device_index, 1);
-  const std::vector<ExporterArena> arenas = EtExporterArenas(m);
-  ASSERT_EQ(arenas.size(), 3u);
-  EXPECT_EQ(arenas[0].device, Device::Host());
-  EXPECT_EQ(arenas[1].device.ToString(), "cuda:1");
-  EXPECT_EQ(arenas[2].device, Device::Host());
-  // An explicit CPU entry is the host too; without the list every arena is.
-  ASSERT_OK_AND_ASSIGN(program, ReadWith([](PteSpec& s) { s.arena_devices = {{1, 0, 0}}; }));
-  EXPECT_EQ(EtExporterArenas(program.methods.at(0)).at(0).device, Device::Host());
-  ASSERT_OK_AND_ASSIGN(program, Read(PteSpec{}));
-  EXPECT_THAT(program.methods.at(0).non_const_buffer_devices, IsEmpty());
-}
-
-TEST(ExecuTorchHandMadeTest, MalformedArenaDevicesAreRefused) {
-  // The method has arenas 1..2 (entry 0 of non_const_buffer_sizes is reserved).
-  auto with = [](std::vector<PteSpec::ArenaDevice> devices) {
-    return ReadWith([&](PteSpec& s) {
-      s.arena_sizes = {0, 48, 16};
-      s.arena_devices = devices;
-    });
-  };
-  EXPECT_THAT(with({{0, 1, 0}}),
-              RefusedWith("method \"forward\", non_const_buffer_device entry 0: it names buffer "
-                          "0, but the method has buffers 1..2"));
-  EXPECT_THAT(with({{1, 1, 0}, {3, 1, 0}}),
-              RefusedWith("non_const_buffer_device entry 1: it names buffer 3, but the method has "
-                          "buffers 1..2"));
-  EXPECT_THAT(with({{-1, 1, 0}}),
-              RefusedWith("entry 0: it names buffer -1, but the method has buffers 1..2"));
-  EXPECT_THAT(with({{2, 1, 0}, {1, 1, 0}, {2, 0, 0}}),
-              RefusedWith("non_const_buffer_device entry 2: buffer 2 already has a device "
-                          "(entry 0)"));
-  EXPECT_THAT(with({{1, 2, 0}}),
-              RefusedWith("non_const_buffer_device entry 0: buffer 1 has device type 2, which is "
-                          "not one of 0 CPU, 1 CUDA"));
-  EXPECT_THAT(with({{1, -3, 0}}), RefusedWith("buffer 1 has device type -3"));
-  EXPECT_THAT(with({{2, 1, -1}}),
-              RefusedWith("non_const_buffer_device entry 0: buffer 2 has device index -1; an "
-                          "index is non-negative"));
-  // A method that plans no arenas has no buffer to name.
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.arena_sizes = {0};
-                s.memory_id = 1;
-                s.arena_devices = {{1, 1, 0}};
-              }),
-              RefusedWith("non_const_buffer_device entry 0: it names buffer 1, but the method "
-                          "plans no buffers"));
-  // The same entry in range reads.
-  EXPECT_OK(with({{1, 1, 0}}).status());
-}
-
-TEST(ExecuTorchHandMadeTest, ListItemsOfTheWrongKind) {
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.int_list = {0}; }),
-              RefusedWith("value 5 (int list): item 0 is value 0, a tensor; the items of an int "
-                          "list are int values"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) {
-                s.int_list = {3, 77};
-              }),
-              RefusedWith("value 5 (int list): item 1 is value 77, but the method has 6 values"));
-}
-
-TEST(ExecuTorchHandMadeTest, MissingUnionMembersAndChains) {
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.empty_value_3 = true; }),
-              RefusedWith("value 3: it is tagged int, but the int is missing"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.chains = 0; }),
-              RefusedWith("method \"forward\" has no chain of instructions"));
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.chains = 2; }),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("has 2 chains")));
-}
-
-TEST(ExecuTorchHandMadeTest, JumpOutsideTheChain) {
-  EXPECT_OK(ReadWith([](PteSpec& s) { s.jump_destination = 0; }).status());
-  EXPECT_THAT(ReadWith([](PteSpec& s) { s.jump_destination = 3; }),
-              RefusedWith("instruction 2 (jump if false): it jumps to instruction 3, but the "
-                          "chain has 3 instructions"));
 }
 
 TEST(ExecuTorchHandMadeTest, MethodNames) {
@@ -1006,78 +654,6 @@ TEST(ExecuTorchHandMadeTest, DamagedRootOffsetIsRefusedByTheVerifier) {
   std::vector<uint8_t> bytes = BuildPte();
   PutLE(bytes, 0, 0x7ffffff0, 4);
   EXPECT_THAT(ReadExecuTorchProgram(bytes), RefusedWith("the FlatBuffers verifier rejected"));
-}
-
-// A method "forward" of `lists` IntList values sharing one list of `entries` items, `strings`
-// String values sharing one string of `string_bytes` bytes, and `calls` kernel calls sharing one
-// argument list of `args` entries: each shared list or string is in the file once.
-std::vector<uint8_t> SharingPte(int lists, int entries, int strings, int string_bytes, int calls,
-                                int args) {
-  flatbuffers::FlatBufferBuilder fbb;
-  std::vector<flatbuffers::Offset<fb::EValue>> values = {
-      fb::CreateEValue(fbb, fb::KernelTypes::Int, fb::CreateInt(fbb, 1).Union())};
-  const auto list = fb::CreateIntList(fbb, fbb.CreateVector(std::vector<int64_t>(entries, 0)));
-  for (int i = 0; i < lists; ++i) {
-    values.push_back(fb::CreateEValue(fbb, fb::KernelTypes::IntList, list.Union()));
-  }
-  const auto text = fb::CreateString(fbb, fbb.CreateString(std::string(string_bytes, 'x')));
-  for (int i = 0; i < strings; ++i) {
-    values.push_back(fb::CreateEValue(fbb, fb::KernelTypes::String, text.Union()));
-  }
-  const auto call = fb::CreateInstruction(
-      fbb, fb::InstructionArguments::KernelCall,
-      fb::CreateKernelCall(fbb, 0, fbb.CreateVector(std::vector<int32_t>(args, 0))).Union());
-  const std::vector<flatbuffers::Offset<fb::Instruction>> instructions(calls, call);
-  const std::vector<flatbuffers::Offset<fb::Chain>> chains = {
-      fb::CreateChainDirect(fbb, nullptr, nullptr, &instructions)};
-  const std::vector<flatbuffers::Offset<fb::Operator>> operators = {
-      fb::CreateOperatorDirect(fbb, "aten::add", "out")};
-  const std::vector<int64_t> arenas = {0};
-  const std::vector<flatbuffers::Offset<fb::ExecutionPlan>> plans = {fb::CreateExecutionPlanDirect(
-      fbb, "forward", 0, &values, nullptr, nullptr, &chains, &operators, nullptr, &arenas)};
-  fb::FinishProgramBuffer(fbb, fb::CreateProgramDirect(fbb, 0, &plans));
-  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
-}
-
-TEST(ExecuTorchSharedDataTest, UnsharedListsStringsAndArgumentsAreRead) {
-  // The same shape without amplification reads (the ops are checked later, at import).
-  ASSERT_OK_AND_ASSIGN(EtProgram program,
-                       ReadExecuTorchProgram(SharingPte(100, 2, 100, 8, 100, 2)));
-  ASSERT_EQ(program.methods.size(), 1u);
-  const EtMethod& m = program.methods[0];
-  ASSERT_EQ(m.values.size(), 201u);
-  EXPECT_THAT(m.values[100].items, ElementsAre(0, 0));
-  EXPECT_EQ(m.values[200].string_value, "xxxxxxxx");
-  ASSERT_EQ(m.instructions.size(), 100u);
-  EXPECT_THAT(m.instructions[99].args, ElementsAre(0, 0));
-}
-
-TEST(ExecuTorchSharedDataTest, ASharedIntListIsRefusedBeforeItIsCopiedPerValue) {
-  // 2,000 values x 20,000 shared items: 40 million items from a file of about 200 KB.
-  const std::vector<uint8_t> bytes = SharingPte(2000, 20000, 0, 0, 0, 0);
-  ASSERT_LT(bytes.size(), 1u << 20);
-  EXPECT_THAT(ReadExecuTorchProgram(bytes),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("method \"forward\", value "), HasSubstr("(int list)"),
-                             HasSubstr("could hold unshared"))));
-}
-
-TEST(ExecuTorchSharedDataTest, ASharedArgumentListIsRefusedBeforeItIsCopiedPerInstruction) {
-  const std::vector<uint8_t> bytes = SharingPte(0, 0, 0, 0, 2000, 20000);
-  ASSERT_LT(bytes.size(), 1u << 20);
-  EXPECT_THAT(ReadExecuTorchProgram(bytes),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("(kernel call aten::add.out)"),
-                             HasSubstr("arguments go over what the file could hold unshared"))));
-}
-
-TEST(ExecuTorchSharedDataTest, ASharedStringIsRefusedBeforeItIsCopiedPerValue) {
-  // 2,000 values sharing a 100 KB string: 200 MB of strings from a file of about 100 KB.
-  const std::vector<uint8_t> bytes = SharingPte(0, 0, 2000, 100000, 0, 0);
-  ASSERT_LT(bytes.size(), 1u << 20);
-  EXPECT_THAT(ReadExecuTorchProgram(bytes),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("value "), HasSubstr("bytes go over what the file"))));
 }
 
 TEST(ExecuTorchHandMadeTest, NamesOfKinds) {
