@@ -1,6 +1,8 @@
-// Constants larger than the loader's copy piece (16 MiB) are streamed to their device: the
-// program's pages are dropped from the process once copied when the program is a file mapping
-// (host memory stays bounded), and left alone when the program is memory the caller owns.
+// Load phases 8 and 9 (runtime/load/materialize.cc), the load-time copies. Constants larger than
+// the loader's copy piece (16 MiB) are streamed to their device: the program's pages are dropped
+// from the process once copied when the program is a file mapping (host memory stays bounded),
+// and left alone when the program is memory the caller owns. A small program is read, not mapped
+// (loader/program.h): it loads and runs after its file is truncated.
 #include <unistd.h>
 
 #include <cstdio>
@@ -142,6 +144,29 @@ TEST(ConstantLoadingTest, ConstantReadOnTheHostTooStaysReadable) {
       ASSERT_EQ(neg[i], -w[i]) << "element " << i;
     }
   }
+  std::remove(path.c_str());
+}
+
+TEST(ProgramFile, SmallProgramSurvivesItsFileBeingTruncated) {
+  const std::string path =
+      ::testing::TempDir() + "/ferry_truncated_" + std::to_string(getpid()) + ".ferry";
+  {
+    ProgramBuilder pb;
+    MethodBuilder& m = pb.AddMethod("forward");
+    ValueId a = m.Input("a", DType::kFloat32, {2, 2});
+    ValueId w = m.ConstantF32("w", {2, 2}, {1, 2, 3, 4});
+    m.Output(m.Op("add", {a, w}));
+    ASSERT_OK(pb.WriteFile(path));
+  }
+  ASSERT_OK_AND_ASSIGN(auto program, Program::Load(path));
+  ASSERT_EQ(truncate(path.c_str(), 0), 0);
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(auto method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> a = {10, 20, 30, 40};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 2}, a.data())));
+  ASSERT_OK(method->Execute());
+  const float* out = method->Output(0).data_as<float>();
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{11, 22, 33, 44}));
   std::remove(path.c_str());
 }
 

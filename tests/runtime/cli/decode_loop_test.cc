@@ -1,0 +1,114 @@
+// `ferry run --tokens N` (runtime/cli/decode_loop.cc): greedy generation with the language-model
+// example, checked against a reference decoder written in the test, with no copies of constants
+// or state per token; and the limits it refuses.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "bench/example/decoder_block.h"
+#include "ferry/runtime/cli/commands.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/runtime/cli/example_cli.h"
+#include "tests/testing/cli_run.h"
+#include "tests/testing/reference_decoder.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Result = ::ferry::testing::CliResult;
+using ::ferry::testing::RunCli;
+
+class CliTokensTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = TempPath("decoder_lm.ferry");
+    ASSERT_OK_AND_ASSIGN(std::vector<uint8_t> bytes, example::BuildLanguageModelProgram());
+    std::FILE* f = std::fopen(path_.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+  Options TokensOptions(int tokens) const {
+    Options o;
+    o.command = "run";
+    o.program = path_;
+    o.method = "decode";
+    o.tokens = tokens;
+    return o;
+  }
+  std::string path_;
+};
+
+TEST_F(CliTokensTest, GeneratesTheReferenceTokensWithNoCopiesOfConstantsOrState) {
+  using namespace ::ferry::example;  // NOLINT
+  constexpr int kTokens = 5;
+  // Greedy generation by the reference: the prompt (37 i + 11) mod kVocab, then the argmax of
+  // each call's last logits, fed back.
+  ::ferry::testing::ReferenceModel reference;
+  std::vector<float> logits;
+  for (int64_t i = 0; i < kPrompt; ++i) logits = reference.Step((37 * i + 11) % kVocab, i);
+  std::vector<std::string> expected;
+  for (int t = 0; t < kTokens; ++t) {
+    const int64_t token = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    expected.push_back(std::to_string(token));
+    logits = reference.Step(token, kPrompt + t);
+  }
+  Result r = RunCli(TokensOptions(kTokens));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("prefill: ", kPrompt, " tokens in ")));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("decode: ", kTokens, " tokens in ")));
+  EXPECT_THAT(r.out, HasSubstr("tokens/s"));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("tokens: ", absl::StrJoin(expected, " "), "\n")));
+  // Per token: the embedded token, pos and mask in, the logits out.
+  const size_t per_token = sizeof(float) * kModel + sizeof(int64_t) + sizeof(float) * kContext +
+                           sizeof(float) * kVocab;
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("copies per token: 4.00 counted by devices, ",
+                                            per_token, ".0 bytes")));
+  EXPECT_THAT(r.out, HasSubstr("copies of constants and state per call: 0\n"));
+  const size_t constants = sizeof(float) * (kLayers * (2 * kModel + 4 * kModel * kModel +
+                                                       3 * kHidden * kModel) +
+                                            kModel + kVocab * kModel);
+  const size_t caches = sizeof(float) * kLayers * 2 * kContext * kModel;
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("constant replicas sim:0 ", constants,
+                                            " B (made once), shared states sim:0 ", caches, " B")));
+  EXPECT_THAT(r.out, Not(HasSubstr("MISMATCH")));
+}
+
+TEST_F(CliTokensTest, RefusesMoreTokensThanTheCacheHoldsAndMethodsOffTheConvention) {
+  Result r = RunCli(TokensOptions(200));
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_THAT(r.err, HasSubstr("--tokens 200: the cache holds 128 positions"));
+  EXPECT_THAT(r.err, HasSubstr("at most 120 tokens"));
+  EXPECT_EQ(r.out, "");
+  Options o = TokensOptions(2);
+  o.method = "prefill";
+  r = RunCli(o);
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_THAT(r.err, HasSubstr("method \"prefill\" takes 8 tokens per call"));
+  o.method = "nope";
+  r = RunCli(o);
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_THAT(r.err, HasSubstr("nope"));
+  // The decoder block's "forward" takes x, pos and mask: not a decode loop.
+  ProgramBuilder pb;
+  example::AddDecoderMethod(pb, std::nullopt);
+  const std::string block = TempPath("block.ferry");
+  ASSERT_OK(pb.WriteFile(block));
+  o.program = block;
+  o.method = "forward";
+  r = RunCli(o);
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_THAT(r.err, HasSubstr("--tokens: method \"forward\" has input \"x\"; a decode loop needs"));
+  std::remove(block.c_str());
+}
+
+}  // namespace
+}  // namespace ferry::cli
