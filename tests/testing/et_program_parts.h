@@ -1,5 +1,5 @@
 // Pieces of hand-made ExecuTorch programs (loader/executorch/pte_reader.h) for tests: values,
-// kernel calls, and a backend registered under an ExecuTorch backend id.
+// kernel calls, one-method programs, and a backend registered under an ExecuTorch backend id.
 #ifndef FERRY_TESTS_TESTING_ET_PROGRAM_PARTS_H_
 #define FERRY_TESTS_TESTING_ET_PROGRAM_PARTS_H_
 
@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "ferry/loader/executorch/pte_reader.h"
+#include "ferry/loader/model/method_def.h"
 #include "ferry/runtime/backend.h"
 
 namespace ferry::testing {
@@ -42,6 +44,107 @@ inline EtInstruction KernelCall(int32_t op, std::vector<int32_t> args) {
   i.op_index = op;
   i.args = std::move(args);
   return i;
+}
+
+// A tensor value of another dtype: `scalar_type` is its ExecuTorch number.
+inline EtValue TensorOf(int8_t scalar_type, DType dtype, size_t element_size, std::vector<int64_t> sizes) {
+  EtValue v = FloatTensor(std::move(sizes));
+  v.tensor.scalar_type = scalar_type;
+  v.tensor.dtype = dtype;
+  v.tensor.element_size = element_size;
+  return v;
+}
+
+inline EtValue BoolTensor(std::vector<int64_t> sizes) {
+  return TensorOf(11, DType::kBool, 1, std::move(sizes));
+}
+
+inline EtValue Int32Tensor(std::vector<int64_t> sizes) {
+  return TensorOf(3, DType::kInt32, 4, std::move(sizes));
+}
+
+inline EtValue Int64Tensor(std::vector<int64_t> sizes) {
+  return TensorOf(4, DType::kInt64, 8, std::move(sizes));
+}
+
+inline EtValue Bool(bool b) {
+  EtValue v;
+  v.kind = EtValueKind::kBool;
+  v.bool_value = b;
+  return v;
+}
+
+inline EtValue Double(double d) {
+  EtValue v;
+  v.kind = EtValueKind::kDouble;
+  v.double_value = d;
+  return v;
+}
+
+inline EtValue IntList(std::vector<int32_t> items) {
+  EtValue v;
+  v.kind = EtValueKind::kIntList;
+  v.items = std::move(items);
+  return v;
+}
+
+inline EtValue TensorList(std::vector<int32_t> items) {
+  EtValue v;
+  v.kind = EtValueKind::kTensorList;
+  v.items = std::move(items);
+  return v;
+}
+
+// A float32 constant of `sizes` whose bytes are `data` (which must outlive the program).
+inline EtValue Constant(std::vector<int64_t> sizes, const std::vector<float>& data) {
+  EtValue v = FloatTensor(std::move(sizes));
+  v.tensor.numel = data.size();
+  v.tensor.byte_size = data.size() * sizeof(float);
+  v.tensor.data.kind = EtDataKind::kConstantSegment;
+  v.tensor.data.bytes = absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(data.data()),
+                                            data.size() * sizeof(float));
+  return v;
+}
+
+// One method "forward" with these values, inputs, outputs, operators and calls.
+inline EtProgram OneMethod(std::vector<EtValue> values, std::vector<int32_t> inputs,
+                    std::vector<int32_t> outputs, std::vector<EtOperator> operators,
+                    std::vector<EtInstruction> instructions) {
+  EtProgram p;
+  EtMethod m;
+  m.name = "forward";
+  m.values = std::move(values);
+  m.inputs = std::move(inputs);
+  m.outputs = std::move(outputs);
+  m.operators = std::move(operators);
+  m.instructions = std::move(instructions);
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
+// forward(x) = y, where y = x + x, then y = y + y: value 1 is written twice, as ExecuTorch does
+// when it reuses an `out`.
+inline EtProgram ReusedOut(int64_t alpha) {
+  EtProgram p;
+  EtMethod m;
+  m.name = "forward";
+  m.values = {FloatTensor({2}), FloatTensor({2}), Int(alpha)};
+  m.inputs = {0};
+  m.outputs = {1};
+  m.operators = {{"aten::add", "out"}};
+  m.instructions = {KernelCall(0, {0, 0, 2, 1, 1}), KernelCall(0, {1, 1, 2, 1, 1})};
+  p.methods.push_back(std::move(m));
+  return p;
+}
+
+// The op of the node that produces `value`, or "" for none.
+inline std::string ProducerOp(const MethodDef& m, ValueId value) {
+  for (const NodeDef& n : m.nodes) {
+    for (ValueId r : n.results) {
+      if (r == value) return n.op;
+    }
+  }
+  return "";
 }
 
 // Another backend under another name, as an application registers a backend for the id an

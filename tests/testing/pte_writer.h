@@ -19,10 +19,13 @@
 #define FERRY_TESTS_TESTING_PTE_WRITER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "ferry/loader/executorch/pte_reader.h"
+#include "ferry/loader/program.h"
 #include "flatbuffers/flatbuffers.h"
 #include "loader/executorch/schema/executorch_program_generated.h"
 
@@ -183,6 +186,11 @@ inline std::vector<uint8_t> WritePte(const EtProgram& program) {
       fbb, fb::CreateProgramDirect(fbb, 0, &plans, &buffers,
                                    delegate_data.empty() ? nullptr : &delegate_data));
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+// `program` written as a .pte file and loaded from its bytes, as Program::Load loads a file.
+inline absl::StatusOr<std::unique_ptr<Program>> ThroughFile(const EtProgram& program) {
+  return Program::FromBytes(WritePte(program));
 }
 
 }  // namespace ferry::testing

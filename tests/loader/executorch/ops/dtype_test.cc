@@ -1,0 +1,124 @@
+// The ExecuTorch mappings of the dtype ops (loader/executorch/ops/dtype.cc): eq.Scalar and where,
+// and _to_dim_order_copy as a cast between float32, int32 and bool, run against values computed
+// here; a bool tensor handed to an op that does not take bool refused at load naming the
+// instruction.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ferry/loader/program.h"
+#include "ferry/runtime/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/et_program_parts.h"
+#include "tests/testing/pte_writer.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::Bool;
+using ::ferry::testing::BoolTensor;
+using ::ferry::testing::Double;
+using ::ferry::testing::FloatTensor;
+using ::ferry::testing::Int;
+using ::ferry::testing::Int32Tensor;
+using ::ferry::testing::KernelCall;
+using ::ferry::testing::OneMethod;
+using ::ferry::testing::StatusIs;
+using ::ferry::testing::ThroughFile;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// x, y [2, 3]: hit = eq.Scalar(x, 0.5); w = where(hit, y, x).
+TEST(EtDTypeOps, EqAndWhereRunAgainstANaiveReference) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({2, 3}),  // 0 x
+          FloatTensor({2, 3}),  // 1 y
+          Double(0.5),          // 2
+          BoolTensor({2, 3}),   // 3 hit
+          FloatTensor({2, 3}),  // 4 w
+      },
+      {0, 1}, {3, 4}, {{"aten::eq", "Scalar_out"}, {"aten::where", "self_out"}},
+      {
+          KernelCall(0, {0, 2, 3, 3}),
+          KernelCall(1, {3, 1, 0, 4, 4}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 3.0f, 0.5f, 0.5f};
+  std::vector<float> y = {10, 20, 30, 40, 50, 60};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->SetInput(1, TensorView::Host(DType::kFloat32, {2, 3}, y.data())));
+  ASSERT_OK(method->Execute());
+  ASSERT_EQ(method->Output(0).dtype(), DType::kBool);
+  const uint8_t* hit = method->Output(0).data_as<uint8_t>();
+  const float* w = method->Output(1).data_as<float>();
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_EQ(hit[k], x[k] == 0.5f ? 1 : 0) << k;
+    EXPECT_EQ(w[k], x[k] == 0.5f ? y[k] : x[k]) << k;
+  }
+}
+
+// x float32 [4]: i = x as int32; b = i as bool; f = b as float32; n = eq.Scalar(i, -2) as float32.
+TEST(EtDTypeOps, CastsOfComputedTensorsRun) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({4}),   // 0 x
+          Bool(false),        // 1 non_blocking
+          EtValue{},          // 2 None dim_order
+          Int32Tensor({4}),   // 3 i
+          BoolTensor({4}),    // 4 b
+          FloatTensor({4}),   // 5 f
+          Int(-2),            // 6
+          BoolTensor({4}),    // 7 eq
+          FloatTensor({4}),   // 8 n
+      },
+      {0}, {3, 5, 8},
+      {{"dim_order_ops::_to_dim_order_copy", "out"}, {"aten::eq", "Scalar_out"}},
+      {
+          KernelCall(0, {0, 1, 2, 3, 3}),
+          KernelCall(0, {3, 1, 2, 4, 4}),
+          KernelCall(0, {4, 1, 2, 5, 5}),
+          KernelCall(1, {3, 6, 7, 7}),
+          KernelCall(0, {7, 1, 2, 8, 8}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {-2.75f, 0.5f, 3.25f, -0.25f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, x.data())));
+  ASSERT_OK(method->Execute());
+  ASSERT_EQ(method->Output(0).dtype(), DType::kInt32);
+  const int32_t* i = method->Output(0).data_as<int32_t>();
+  const float* f = method->Output(1).data_as<float>();
+  const float* n = method->Output(2).data_as<float>();
+  for (int k = 0; k < 4; ++k) {
+    const int32_t truncated = static_cast<int32_t>(std::trunc(x[k]));
+    EXPECT_EQ(i[k], truncated) << k;
+    EXPECT_EQ(f[k], truncated != 0 ? 1.0f : 0.0f) << k;
+    EXPECT_EQ(n[k], truncated == -2 ? 1.0f : 0.0f) << k;
+  }
+}
+
+TEST(EtDTypeOps, OpsThatDoNotTakeBoolAreRefusedAtLoad) {
+  // hit = eq.Scalar(x, 1); y = add(hit, hit): add takes float32 and int64 only.
+  EtProgram p = OneMethod(
+      {FloatTensor({2}), Int(1), BoolTensor({2}), BoolTensor({2})}, {0}, {3},
+      {{"aten::eq", "Scalar_out"}, {"aten::add", "out"}},
+      {KernelCall(0, {0, 1, 2, 2}), KernelCall(1, {2, 2, 1, 3, 3})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  EXPECT_THAT(rt.LoadMethod(*program, "forward"),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("aten::add.out (instruction 1)"),
+                             HasSubstr("add: argument 0 has dtype bool, which add does not "
+                                       "support"))));
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,105 @@
+// The ExecuTorch mappings of the shape ops (loader/executorch/ops/shape.cc): the view ops that
+// ExecuTorch copies (expand, slice, squeeze, unsqueeze) each make a fresh tensor, and cat; run
+// against values computed here.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ferry/loader/program.h"
+#include "ferry/runtime/runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/et_program_parts.h"
+#include "tests/testing/pte_writer.h"
+#include "tests/testing/status_matchers.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::Bool;
+using ::ferry::testing::FloatTensor;
+using ::ferry::testing::Int;
+using ::ferry::testing::IntList;
+using ::ferry::testing::KernelCall;
+using ::ferry::testing::OneMethod;
+using ::ferry::testing::ProducerOp;
+using ::ferry::testing::TensorList;
+using ::ferry::testing::ThroughFile;
+using ::testing::ElementsAre;
+
+// x [2, 1, 3]:
+//   e = expand_copy(x, [2, 4, 3]);  s = slice_copy(e, 1, 1, None, 2)       -> [2, 2, 3]
+//   q = squeeze_copy.dim(x, 1)      -> [2, 3];  u = unsqueeze_copy(q, 0)  -> [1, 2, 3]
+//   r = squeeze_copy.dims(u, [0, -2]) -> [2, 3] (dim -2 has size 2 and stays)
+//   c = cat([q, r], 0)              -> [4, 3]
+TEST(EtShapeOps, CopiedViewsAndCatRunAgainstANaiveReference) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({2, 1, 3}),  // 0 x
+          Int(2), Int(4), Int(3),  // 1..3
+          IntList({1, 2, 3}),      // 4 [2, 4, 3]
+          Int(-1),                 // 5
+          Int(0),                  // 6
+          FloatTensor({2, 4, 3}),  // 7 e
+          Int(1),                  // 8
+          EtValue{},               // 9 None
+          FloatTensor({2, 2, 3}),  // 10 s
+          FloatTensor({2, 3}),     // 11 q
+          FloatTensor({1, 2, 3}),  // 12 u
+          Int(-2),                 // 13
+          IntList({6, 13}),        // 14 [0, -2]
+          FloatTensor({2, 3}),     // 15 r
+          TensorList({11, 15}),    // 16
+          FloatTensor({4, 3}),     // 17 c
+          Bool(false),             // 18 implicit
+      },
+      {0}, {10, 12, 17},
+      {{"aten::expand_copy", "out"},
+       {"aten::slice_copy", "Tensor_out"},
+       {"aten::squeeze_copy", "dim_out"},
+       {"aten::unsqueeze_copy", "out"},
+       {"aten::squeeze_copy", "dims_out"},
+       {"aten::cat", "out"}},
+      {
+          KernelCall(0, {0, 4, 18, 7, 7}),
+          KernelCall(1, {7, 8, 8, 9, 1, 10, 10}),
+          KernelCall(2, {0, 8, 11, 11}),
+          KernelCall(3, {11, 6, 12, 12}),
+          KernelCall(4, {12, 14, 15, 15}),
+          KernelCall(5, {16, 6, 17, 17}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  ASSERT_OK_AND_ASSIGN(const MethodDef* def_ptr, program->method("forward"));
+  const MethodDef& def = *def_ptr;
+  // Every result is a fresh tensor, never a view of its argument.
+  EXPECT_EQ(ProducerOp(def, def.outputs[0]), "clone");
+  EXPECT_EQ(ProducerOp(def, def.outputs[1]), "clone");
+  EXPECT_EQ(ProducerOp(def, def.outputs[2]), "cat");
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {1.5f, -2.0f, 0.25f, 4.0f, -0.5f, 3.0f};  // x[i][0][k] = x[i * 3 + k]
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 1, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  const TensorView s = method->Output(0);
+  const TensorView u = method->Output(1);
+  const TensorView c = method->Output(2);
+  ASSERT_THAT(s.sizes(), ElementsAre(2, 2, 3));
+  ASSERT_THAT(u.sizes(), ElementsAre(1, 2, 3));
+  ASSERT_THAT(c.sizes(), ElementsAre(4, 3));
+  EXPECT_NE(s.data(), static_cast<void*>(x.data()));
+  for (int i = 0; i < 2; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      const float want = x[i * 3 + k];
+      // s[i][j][k] = e[i][1 + 2j][k] = x[i][0][k].
+      EXPECT_EQ(s.data_as<float>()[(i * 2 + 0) * 3 + k], want);
+      EXPECT_EQ(s.data_as<float>()[(i * 2 + 1) * 3 + k], want);
+      EXPECT_EQ(u.data_as<float>()[i * 3 + k], want);
+      EXPECT_EQ(c.data_as<float>()[i * 3 + k], want);
+      EXPECT_EQ(c.data_as<float>()[(2 + i) * 3 + k], want);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ferry
