@@ -1,6 +1,6 @@
 // The executor's contract: no allocation during Execute, the sim guard catches host code touching
-// device memory, allocation failure at every point of a load leaves nothing behind, and errors
-// leave the method usable.
+// device memory, and errors leave the method usable. (What a load allocates, and a failure at
+// every allocation of it, are tested in tests/runtime/load/allocate_test.cc.)
 #include <sys/resource.h>
 
 #include <atomic>
@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/conformance/conformance_util.h"
+#include "tests/testing/busy_method.h"
 #include "tests/testing/method_harness.h"
 #include "tests/testing/status_matchers.h"
 
@@ -50,24 +51,6 @@ namespace ferry::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A method touching every kind of step: host ops, views, in-place writes, delegates on two
-// devices, constants, state, copies in all directions.
-void BuildBusyMethod(ProgramBuilder& pb) {
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId a = m.Input("a", DType::kFloat32, {2, 2});
-  ValueId b = m.Input("b", DType::kFloat32, {2, 2});
-  ValueId w = m.ConstantF32("w", {2, 2}, {1, 2, 3, 4});
-  ValueId k = m.StateF32("k", {2, 2}, {0, 0, 0, 0});
-  ValueId t = Call(m, "cuda:0", "t", {a, w});
-  ValueId tt = m.Op("transpose", {t, m.Int(0), m.Int(1)});
-  ValueId r = m.Op("relu", {tt});
-  m.Op("add_", {k, r});
-  ValueId u = Call(m, "cuda:1", "u", {t, k});
-  ValueId v = Call(m, std::nullopt, "v", {u, b});
-  m.Output(v);
-  m.Output(u);
-}
 
 // Ten calls of a warm method: all succeed and none allocates.
 void ExpectExecuteAllocatesNothing(Method& method) {
@@ -152,40 +135,6 @@ TEST(Executor, ExecuteWithManyBoundOutputsAllocatesNothing) {
   EXPECT_EQ(std::vector<float>(out.end() - 4, out.end()), (std::vector<float>{0, 2, 0, 4}));
 }
 
-long MinorFaults() {
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
-}
-
-// Arenas are touched at load, so even the first call does not fault its pages in. The method's
-// intermediates take 32 MiB of host arena (8,192 pages); the first call may fault only on code and
-// small change.
-TEST(Executor, FirstExecuteDoesNotFaultInTheArena) {
-  constexpr int64_t kElements = int64_t{4} << 20;  // 16 MiB of float32
-  ProgramBuilder pb;
-  MethodBuilder& m = pb.AddMethod("forward");
-  ValueId x = m.Input("x", DType::kFloat32, {kElements});
-  ValueId a = m.Op("relu", {x});
-  ValueId b = m.Op("neg", {a});
-  ValueId c = m.Op("add", {a, b});
-  m.Output(m.Op("relu", {c}));
-  MethodHarness h(pb);
-  ASSERT_OK_AND_ASSIGN(auto method, h.Load());
-  size_t arena = 0;
-  for (const ArenaInfo& info : method->plan().arenas) {
-    if (info.device.is_host()) arena = info.arena_bytes;
-  }
-  ASSERT_GE(arena, size_t{32} << 20);
-  std::vector<float> input(kElements, 1.0f);
-  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {kElements}, input.data())));
-  const long before = MinorFaults();
-  ASSERT_OK(method->Execute());
-  const long faults = MinorFaults() - before;
-  EXPECT_LT(faults, 1024) << "the first Execute faulted " << faults << " pages in";
-  EXPECT_EQ(method->Output(0).data_as<float>()[kElements - 1], 0.0f);  // relu(1 + -1)
-}
-
 TEST(ExecutorDeathTest, HostKernelTouchingSimMemoryIsCaught) {
   Runtime rt;
   DeviceRuntime* sim0 = rt.devices().Find(Device::Sim(0));
@@ -237,35 +186,6 @@ TEST(Executor, DeviceDelegateHandedHostMemoryFails) {
   EXPECT_THAT(instance->Execute(args, results, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("host memory")));
   EXPECT_EQ(host_out, std::vector<float>(4, 5.0f));
-}
-
-TEST(Executor, AllocationFailureAtEveryPointOfLoad) {
-  ProgramBuilder pb;
-  BuildBusyMethod(pb);
-  MethodHarness h(pb);
-  ASSERT_OK(h.status());
-  auto* sim0 = static_cast<SimDevice*>(h.runtime().devices().Find(Device::Sim(0)));
-  auto* sim1 = static_cast<SimDevice*>(h.runtime().devices().Find(Device::Sim(1)));
-  int failures = 0;
-  for (SimDevice* sim : {sim0, sim1}) {
-    for (int64_t limit = 0;; ++limit) {
-      ASSERT_LT(limit, 64) << "load never succeeded";
-      sim->set_allocation_limit(limit);
-      absl::StatusOr<std::unique_ptr<Method>> method = h.Load();
-      sim->set_allocation_limit(-1);
-      if (method.ok()) break;
-      ++failures;
-      EXPECT_EQ(method.status().code(), absl::StatusCode::kResourceExhausted) << method.status();
-      EXPECT_THAT(std::string(method.status().message()), HasSubstr(sim->device().ToString()));
-      EXPECT_EQ(sim0->counters().allocated_bytes, 0u);
-      EXPECT_EQ(sim1->counters().allocated_bytes, 0u);
-    }
-  }
-  EXPECT_GE(failures, 2);  // an arena and a constant region at least
-  ASSERT_OK_AND_ASSIGN(auto method, h.Load());
-  ASSERT_OK_AND_ASSIGN(auto placed, h.Run(*method));
-  ASSERT_OK_AND_ASSIGN(auto host, h.RunAllHost());
-  EXPECT_EQ(placed, host);
 }
 
 TEST(Executor, FailingCopyIsReportedAndTheMethodStaysUsable) {
