@@ -110,6 +110,8 @@ class GraphSketch {
   void SetLayout(ValueId v, ValueLayout layout) { layouts_[v] = std::move(layout); }
 
   const MethodDef& method() const { return method_; }
+  // For what the sketch does not build itself (an exporter's copies and annotations).
+  MethodDef& mutable_method() { return method_; }
 
   PlacementInput Build() const {
     PlacementInput in;
