@@ -1,4 +1,5 @@
-// Elementwise host ops: binary arithmetic with broadcasting, unary activations, fill_ and copy_.
+// Elementwise host ops: binary arithmetic with broadcasting, unary activations, clamp, fill_ and
+// copy_.
 //
 // Every kernel has a fast path for contiguous operands of the result's shape (one flat loop, no
 // index math) and a strided path for everything else (broadcast views, transposes, slices and
@@ -302,6 +303,61 @@ absl::Status RegisterUnary(OpRegistry& registry) {
                                       /*view_of=*/{0}));
 }
 
+// ---- clamp ----------------------------------------------------------------------------------
+
+// clamp(t a, number min, number max): float32, and int64 with whole-number bounds.
+absl::Status ClampInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "clamp";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 3, 3, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* a, TensorArg(op, args, 0));
+  for (int i = 1; i <= 2; ++i) {
+    FERRY_ASSIGN_OR_RETURN(const Scalar* bound, NumberArg(op, args, i));
+    if (a->dtype == DType::kInt64 && bound->kind == Scalar::Kind::kDouble &&
+        bound->d != std::trunc(bound->d)) {
+      return absl::UnimplementedError(absl::StrCat(
+          op, ": argument ", i, " (", bound->d,
+          ") is not a whole number; an int64 tensor is clamped to whole-number bounds"));
+    }
+    FERRY_RETURN_IF_ERROR(CheckNumberFits(op, i, *bound, a->dtype));
+  }
+  results[0].layout = ContiguousLayout(a->dtype, Sizes(*a));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+// ATen's clamp: NaN stays NaN, and min > max gives max everywhere.
+template <typename T>
+T ClampOne(T x, T lo, T hi) {
+  const T r = x < lo ? lo : x;
+  return r > hi ? hi : r;
+}
+
+template <typename T>
+void ClampLoop(const TensorRef& out, const TensorRef& a, T lo, T hi) {
+  T* o = out.data_as<T>();
+  const T* x = a.data_as<const T>();
+  const int64_t n = ContiguousNumel(out);
+  if (n >= 0 && ContiguousNumel(a) == n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = ClampOne(x[i], lo, hi);
+    return;
+  }
+  ForEachOffset<2>(
+      out.rank, out.sizes.data(), {out.strides.data(), a.strides.data()},
+      [&](const std::array<int64_t, 2>& off) { o[off[0]] = ClampOne(x[off[1]], lo, hi); });
+}
+
+absl::Status ClampKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& out = *results[0];
+  if (out.dtype == DType::kFloat32) {
+    ClampLoop<float>(out, *args[0].tensor, ScalarAs<float>(*args[1].scalar),
+                     ScalarAs<float>(*args[2].scalar));
+  } else {
+    ClampLoop<int64_t>(out, *args[0].tensor, ScalarAs<int64_t>(*args[1].scalar),
+                       ScalarAs<int64_t>(*args[2].scalar));
+  }
+  return absl::OkStatus();
+}
+
 // ---- fill_, copy_ ---------------------------------------------------------------------------
 
 absl::Status FillInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
@@ -377,6 +433,7 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(RegisterUnary<Gelu>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Sqrt>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Rsqrt>(registry));
+  FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("clamp", 3, 3, 1, &ClampInfer, &ClampKernel)));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("fill_", 2, 2, 1, &FillInfer, &FillKernel,
                                                      /*written_args=*/{0}, /*view_of=*/{0})));
   return registry.Register(

@@ -9,6 +9,8 @@
 //   relu|neg|abs(t)                      float32 and int64
 //   exp|log|sin|cos|tanh|sigmoid|silu|gelu|sqrt|rsqrt(t)   float32; gelu is the erf form
 //   <unary>_(t)                          in place: writes arg 0, result is a view of it
+//   clamp(t, number min, number max)     float32, and int64 with whole-number bounds; NaN stays
+//                                        NaN; min > max gives max
 //   fill_(t, number)                     in place
 //   copy_(t dst, t src)                  in place; src same dtype, broadcasts to dst
 //   matmul(t a, t b)                     float32; [..., m, k] x [..., k, n], batch broadcasting

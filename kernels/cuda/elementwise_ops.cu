@@ -1,5 +1,5 @@
 // CUDA kernels of the elementwise family (kernels/elementwise_ops.cc on the host): binary and unary
-// ops with broadcasting and their in-place forms, fill_, copy_ and the broadcast copy other
+// ops with broadcasting and their in-place forms, clamp, fill_, copy_ and the broadcast copy other
 // families build on.
 #include "ferry/kernels/cuda/internal/cuda_common.cuh"
 #include <string>
@@ -144,6 +144,27 @@ __global__ void UnaryStrided(T* o, const T* a, Offsets<2> l, int64_t n) {
   }
 }
 
+// ATen's clamp, as on the host: NaN stays NaN, and min > max gives max everywhere.
+template <typename T>
+__device__ __forceinline__ T ClampOne(T x, T lo, T hi) {
+  const T r = x < lo ? lo : x;
+  return r > hi ? hi : r;
+}
+
+template <typename T>
+__global__ void ClampFlat(T* o, const T* a, T lo, T hi, int64_t n) {
+  for (int64_t i = GridStart(); i < n; i += GridStep()) o[i] = ClampOne(a[i], lo, hi);
+}
+
+template <typename T>
+__global__ void ClampStrided(T* o, const T* a, T lo, T hi, Offsets<2> l, int64_t n) {
+  for (int64_t i = GridStart(); i < n; i += GridStep()) {
+    int64_t off[2];
+    Decompose(l, i, off);
+    o[off[0]] = ClampOne(a[off[1]], lo, hi);
+  }
+}
+
 template <typename T>
 __global__ void FillFlat(T* o, T value, int64_t n) {
   for (int64_t i = GridStart(); i < n; i += GridStep()) o[i] = value;
@@ -233,6 +254,38 @@ absl::Status UnaryKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* con
     if (out.dtype == DType::kInt64) return RunUnary<Op, int64_t>(out, *args[0].tensor);
   }
   return UnsupportedDType(Op::kName, out.dtype);
+}
+
+template <typename T>
+absl::Status RunClamp(const TensorRef& out, const TensorRef& a, T lo, T hi) {
+  const int64_t n = out.numel();
+  if (n == 0) return absl::OkStatus();
+  T* o = out.data_as<T>();
+  const T* x = a.data_as<const T>();
+  if (IsContiguousFast(out) && IsContiguousFast(a)) {
+    ClampFlat<T><<<Blocks(n), kThreads, 0, CurrentStream()>>>(o, x, lo, hi, n);
+    return LaunchStatus("clamp", "ClampFlat");
+  }
+  int64_t count = 0;
+  const Offsets<2> l =
+      Collapse<2>(out.rank, out.sizes.data(), {out.strides.data(), a.strides.data()}, &count);
+  ClampStrided<T><<<Blocks(n), kThreads, 0, CurrentStream()>>>(o, x, lo, hi, l, n);
+  return LaunchStatus("clamp", "ClampStrided");
+}
+
+// clamp(t a, number min, number max).
+absl::Status ClampKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& out = *results[0];
+  const TensorRef& a = *args[0].tensor;
+  if (out.dtype == DType::kFloat32) {
+    return RunClamp<float>(out, a, ScalarAs<float>(*args[1].scalar),
+                           ScalarAs<float>(*args[2].scalar));
+  }
+  if (out.dtype == DType::kInt64) {
+    return RunClamp<int64_t>(out, a, ScalarAs<int64_t>(*args[1].scalar),
+                             ScalarAs<int64_t>(*args[2].scalar));
+  }
+  return UnsupportedDType("clamp", out.dtype);
 }
 
 template <typename T>
@@ -330,6 +383,7 @@ void AddElementwiseKernels(KernelTable& t) {
   AddUnary<Gelu>(t);
   AddUnary<Sqrt>(t);
   AddUnary<Rsqrt>(t);
+  t.emplace("clamp", &ClampKernel);
   t.emplace("fill_", &FillKernel);
   t.emplace("copy_", &CopyKernel);
 }

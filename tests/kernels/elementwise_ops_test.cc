@@ -374,6 +374,58 @@ TEST(UnaryOpsTest, RejectsWrongArguments) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("tanh: expected 1 arguments")));
 }
 
+// ---- clamp --------------------------------------------------------------------------------
+
+TEST(ClampTest, FloatKeepsNanAndAMinAboveTheMaxGivesTheMax) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  TestTensor x = TestTensor::Float({2, 3}, {-3.0f, -0.5f, 0.0f, 0.25f, 2.0f, nan});
+  const Scalar lo = Scalar::Int(-1);
+  const Scalar hi = Scalar::Double(1.0);
+  OpRun run = RunOp(Op("clamp"), {T(x), S(lo), S(hi)});
+  ASSERT_OK(run.infer_status);
+  ASSERT_OK(run.kernel_status);
+  const std::vector<double> want = {-1, -0.5, 0, 0.25, 1};
+  for (int64_t k = 0; k < 5; ++k) EXPECT_EQ(Get(run.results[0], {k / 3, k % 3}), want[k]) << k;
+  EXPECT_TRUE(std::isnan(Get(run.results[0], {1, 2})));
+  // min 2 > max 1: every element is 1 (NaN stays NaN).
+  OpRun inverted = RunOp(Op("clamp"), {T(x), S(Scalar::Int(2)), S(Scalar::Int(1))});
+  ASSERT_OK(inverted.kernel_status);
+  for (int64_t k = 0; k < 5; ++k) EXPECT_EQ(Get(inverted.results[0], {k / 3, k % 3}), 1.0) << k;
+}
+
+TEST(ClampTest, StridedInputAndInt64) {
+  TestTensor base = TestTensor::Filled(DType::kFloat32, {4, 6}, 3);
+  TensorRef view = base.View({3, 4}, {1, 6});  // transposed slice
+  OpRun run = RunOp(Op("clamp"), {T(view), S(Scalar::Double(-0.3)), S(Scalar::Double(0.4))});
+  ASSERT_OK(run.kernel_status);
+  ForEachIndex({3, 4}, [&](const Index& idx) {
+    const double v = Get(view, idx);
+    const double want = static_cast<float>(v < -0.3 ? -0.3 : (v > 0.4 ? 0.4 : v));
+    EXPECT_EQ(Get(run.results[0], idx), want);
+  });
+  TestTensor i = TestTensor::Int({5}, {-7, -2, 0, 3, 9});
+  OpRun ints = RunOp(Op("clamp"), {T(i), S(Scalar::Int(-2)), S(Scalar::Double(4.0))});
+  ASSERT_OK(ints.infer_status);
+  ASSERT_OK(ints.kernel_status);
+  EXPECT_EQ(ints.results[0].dtype, DType::kInt64);
+  const std::vector<int64_t> want = {-2, -2, 0, 3, 4};
+  for (int64_t k = 0; k < 5; ++k) EXPECT_EQ(GetInt(ints.results[0], {k}), want[k]);
+}
+
+TEST(ClampTest, RejectsWrongArguments) {
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {2});
+  TestTensor i = TestTensor::Int({2}, {1, 2});
+  const Scalar half = Scalar::Double(0.5);
+  const Scalar one = Scalar::Int(1);
+  EXPECT_THAT(InferOnly(Op("clamp"), {T(i), S(half), S(one)}),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("clamp: argument 1 (0.5) is not a whole number")));
+  EXPECT_THAT(InferOnly(Op("clamp"), {T(x), T(x), S(one)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clamp: argument 1")));
+  EXPECT_THAT(InferOnly(Op("clamp"), {T(x), S(one)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clamp: expected 3 arguments")));
+}
+
 // ---- fill_, copy_ -------------------------------------------------------------------------
 
 TEST(FillTest, FillsStridedTensorInPlace) {

@@ -1,12 +1,11 @@
 // The built-in host op set (kernels/host_ops.cc): every op the contract in kernels/op_registry.h
 // lists is registered under its name with the argument counts the contract gives, the in-place
 // forms write their first argument, and registering the set twice into one registry is refused.
-#include "ferry/kernels/op_registry.h"
-
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "ferry/kernels/op_registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -19,19 +18,19 @@ using ::ferry::testing::StatusIs;
 // name, min_args, max_args (-1: variadic), as kernels/op_registry.h's contract writes them.
 const std::vector<std::tuple<std::string, int, int>>& Contract() {
   static const auto* rows = new std::vector<std::tuple<std::string, int, int>>{
-      {"add", 2, 2},       {"sub", 2, 2},       {"mul", 2, 2},       {"div", 2, 2},
-      {"maximum", 2, 2},   {"minimum", 2, 2},   {"add_", 2, 2},      {"sub_", 2, 2},
-      {"mul_", 2, 2},      {"div_", 2, 2},      {"maximum_", 2, 2},  {"minimum_", 2, 2},
-      {"relu", 1, 1},      {"neg", 1, 1},       {"abs", 1, 1},       {"exp", 1, 1},
-      {"log", 1, 1},       {"sin", 1, 1},       {"cos", 1, 1},       {"tanh", 1, 1},
-      {"sigmoid", 1, 1},   {"silu", 1, 1},      {"gelu", 1, 1},      {"sqrt", 1, 1},
-      {"rsqrt", 1, 1},     {"relu_", 1, 1},     {"exp_", 1, 1},      {"fill_", 2, 2},
-      {"copy_", 2, 2},     {"matmul", 2, 2},    {"linear", 2, 3},    {"softmax", 2, 2},
-      {"rms_norm", 3, 3},  {"view", 2, 2},      {"transpose", 3, 3}, {"permute", 2, 2},
-      {"unsqueeze", 2, 2}, {"squeeze", 2, 2},   {"slice", 5, 5},     {"expand", 2, 2},
-      {"reshape", 2, 2},   {"clone", 1, 1},     {"cat", 2, -1},      {"sym_size", 2, 2},
-      {"index_put_", 3, 3}, {"embedding", 2, 2}, {"mean", 3, 3},     {"eq", 2, 2},
-      {"where", 3, 3},     {"to_dtype", 2, 2},
+      {"add", 2, 2},      {"sub", 2, 2},        {"mul", 2, 2},       {"div", 2, 2},
+      {"maximum", 2, 2},  {"minimum", 2, 2},    {"add_", 2, 2},      {"sub_", 2, 2},
+      {"mul_", 2, 2},     {"div_", 2, 2},       {"maximum_", 2, 2},  {"minimum_", 2, 2},
+      {"relu", 1, 1},     {"neg", 1, 1},        {"abs", 1, 1},       {"exp", 1, 1},
+      {"log", 1, 1},      {"sin", 1, 1},        {"cos", 1, 1},       {"tanh", 1, 1},
+      {"sigmoid", 1, 1},  {"silu", 1, 1},       {"gelu", 1, 1},      {"sqrt", 1, 1},
+      {"rsqrt", 1, 1},    {"relu_", 1, 1},      {"clamp", 3, 3},     {"exp_", 1, 1},
+      {"fill_", 2, 2},    {"copy_", 2, 2},      {"matmul", 2, 2},    {"linear", 2, 3},
+      {"softmax", 2, 2},  {"rms_norm", 3, 3},   {"view", 2, 2},      {"transpose", 3, 3},
+      {"permute", 2, 2},  {"unsqueeze", 2, 2},  {"squeeze", 2, 2},   {"slice", 5, 5},
+      {"expand", 2, 2},   {"reshape", 2, 2},    {"clone", 1, 1},     {"cat", 2, -1},
+      {"sym_size", 2, 2}, {"index_put_", 3, 3}, {"embedding", 2, 2}, {"mean", 3, 3},
+      {"eq", 2, 2},       {"where", 3, 3},      {"to_dtype", 2, 2},
   };
   return *rows;
 }
@@ -72,7 +71,8 @@ TEST(HostOps, RegisteringTheSetTwiceIsRefused) {
   OpRegistry registry;
   ASSERT_OK(RegisterBuiltInOps(registry));
   const size_t count = registry.Names().size();
-  EXPECT_THAT(RegisterBuiltInOps(registry), StatusIs(absl::StatusCode::kAlreadyExists, ::testing::_));
+  EXPECT_THAT(RegisterBuiltInOps(registry),
+              StatusIs(absl::StatusCode::kAlreadyExists, ::testing::_));
   EXPECT_EQ(registry.Names().size(), count);
 }
 

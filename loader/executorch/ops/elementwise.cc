@@ -1,11 +1,15 @@
 // ExecuTorch's elementwise ops, onto kernels/elementwise_ops.cc.
 #include <cstdint>
+#include <limits>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "ferry/base/status_macros.h"
 #include "ferry/loader/executorch/internal/method_importer.h"
 #include "ferry/loader/executorch/ops/ops.h"
+#include "ferry/loader/executorch/pte_reader.h"
 
 namespace ferry::internal {
 namespace {
@@ -21,9 +25,57 @@ absl::Status ImportBinary(MethodImporter& m, absl::Span<const int32_t> args, int
   return absl::OkStatus();
 }
 
-// relu(self).
-absl::Status ImportRelu(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
-  return m.MapUnary("relu", args[0], out);
+// A unary op of one tensor (self): relu, neg, exp and the like.
+template <const char* kOp>
+absl::Status ImportUnary(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  return m.MapUnary(kOp, args[0], out);
+}
+
+// gelu(self, approximate): the erf form ("none"); the tanh form is refused by name.
+absl::Status ImportGelu(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  const EtValue& approximate = m.value(args[1]);
+  if (approximate.kind != EtValueKind::kString) {
+    return m.Invalid(absl::StrCat("approximate is a value of kind ",
+                                  EtValueKindName(approximate.kind),
+                                  ", not a string (\"none\" or \"tanh\")"));
+  }
+  if (approximate.string_value != "none") {
+    return m.Unimplemented(absl::StrCat("approximate is \"",
+                                        absl::CHexEscape(approximate.string_value),
+                                        "\"; only approximate = \"none\" is supported"));
+  }
+  return m.MapUnary("gelu", args[0], out);
+}
+
+// clamp(self, min, max) with optional bounds (None: unbounded on that side, at least one given),
+// and hardtanh(self, min_val, max_val): Ferry's clamp with both bounds.
+template <bool kOptional>
+absl::Status ImportClamp(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(TensorMeta meta, m.MetaOf(args[0]));
+  const bool is_float = meta.dtype == DType::kFloat32;
+  Scalar bounds[2];
+  int given = 0;
+  for (int i = 0; i < 2; ++i) {
+    const int32_t v = args[1 + i];
+    const char* what = kOptional ? (i == 0 ? "min" : "max") : (i == 0 ? "min_val" : "max_val");
+    if (kOptional && m.value(v).kind == EtValueKind::kNull) {
+      const double inf = i == 0 ? -std::numeric_limits<double>::infinity()
+                                : std::numeric_limits<double>::infinity();
+      const int64_t limit =
+          i == 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+      bounds[i] = is_float ? Scalar::Double(inf) : Scalar::Int(limit);
+      continue;
+    }
+    FERRY_ASSIGN_OR_RETURN(bounds[i], m.NumberValue(v, what));
+    ++given;
+  }
+  if (given == 0) return m.Invalid("min and max are both None; clamp needs at least one");
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  const ValueId lo = m.AddScalar(bounds[0], absl::StrCat("value ", args[1]));
+  const ValueId hi = m.AddScalar(bounds[1], absl::StrCat("value ", args[2]));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode("clamp", {a, lo, hi}, r);
+  return absl::OkStatus();
 }
 
 // copy(self, src, non_blocking) and copy_: src broadcast into (a copy of) self.
@@ -39,6 +91,18 @@ constexpr char kAdd[] = "add";
 constexpr char kSub[] = "sub";
 constexpr char kMul[] = "mul";
 constexpr char kDiv[] = "div";
+constexpr char kRelu[] = "relu";
+constexpr char kNeg[] = "neg";
+constexpr char kAbs[] = "abs";
+constexpr char kExp[] = "exp";
+constexpr char kLog[] = "log";
+constexpr char kSin[] = "sin";
+constexpr char kCos[] = "cos";
+constexpr char kTanh[] = "tanh";
+constexpr char kSigmoid[] = "sigmoid";
+constexpr char kSilu[] = "silu";
+constexpr char kSqrt[] = "sqrt";
+constexpr char kRsqrt[] = "rsqrt";
 
 }  // namespace
 
@@ -48,7 +112,21 @@ absl::Span<const EtOpMapping> ElementwiseEtOps() {
       {"aten::sub.out", 3, &ImportBinary<kSub, true>},
       {"aten::mul.out", 2, &ImportBinary<kMul, false>},
       {"aten::div.out", 2, &ImportBinary<kDiv, false>},
-      {"aten::relu.out", 1, &ImportRelu},
+      {"aten::relu.out", 1, &ImportUnary<kRelu>},
+      {"aten::neg.out", 1, &ImportUnary<kNeg>},
+      {"aten::abs.out", 1, &ImportUnary<kAbs>},
+      {"aten::exp.out", 1, &ImportUnary<kExp>},
+      {"aten::log.out", 1, &ImportUnary<kLog>},
+      {"aten::sin.out", 1, &ImportUnary<kSin>},
+      {"aten::cos.out", 1, &ImportUnary<kCos>},
+      {"aten::tanh.out", 1, &ImportUnary<kTanh>},
+      {"aten::sigmoid.out", 1, &ImportUnary<kSigmoid>},
+      {"aten::silu.out", 1, &ImportUnary<kSilu>},
+      {"aten::sqrt.out", 1, &ImportUnary<kSqrt>},
+      {"aten::rsqrt.out", 1, &ImportUnary<kRsqrt>},
+      {"aten::gelu.out", 2, &ImportGelu},
+      {"aten::clamp.out", 3, &ImportClamp<true>},
+      {"aten::hardtanh.out", 3, &ImportClamp<false>},
       {"aten::copy.out", 3, &ImportCopy},
       {"aten::copy_", 3, &ImportCopy, /*in_place=*/true},
   };

@@ -15,10 +15,8 @@
 namespace ferry::testing {
 namespace {
 
-
-
 // Every binary op of the family on two inputs, every unary op on one: a graph delegate on cuda:0
-// per op, all in one method. log, sqrt and rsqrt read exp(x), which is positive.
+// per op, all in one method, and clamp. log, sqrt and rsqrt read exp(x), which is positive.
 TEST(CudaElementwiseOps, EveryOpMatchesTheHostRun) {
   ProgramBuilder pb;
   MethodBuilder& m = pb.AddMethod("forward");
@@ -33,12 +31,15 @@ TEST(CudaElementwiseOps, EveryOpMatchesTheHostRun) {
   m.Output(m.GraphDelegate(kD0, {x, y}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
     return std::vector<ValueId>{g.Op("div", {in[0], g.Op("exp", {in[1]})})};
   })[0]);
-  for (const char* op : {"relu", "neg", "abs", "exp", "sin", "cos", "tanh", "sigmoid", "silu",
-                         "gelu"}) {
+  for (const char* op :
+       {"relu", "neg", "abs", "exp", "sin", "cos", "tanh", "sigmoid", "silu", "gelu"}) {
     m.Output(m.GraphDelegate(kD0, {x}, [op](MethodBuilder& g, absl::Span<const ValueId> in) {
       return std::vector<ValueId>{g.Op(op, {in[0]})};
     })[0]);
   }
+  m.Output(m.GraphDelegate(kD0, {x}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
+    return std::vector<ValueId>{g.Op("clamp", {in[0], g.Double(-0.5), g.Double(0.25)})};
+  })[0]);
   for (const char* op : {"log", "sqrt", "rsqrt"}) {
     m.Output(m.GraphDelegate(kD0, {x}, [op](MethodBuilder& g, absl::Span<const ValueId> in) {
       return std::vector<ValueId>{g.Op(op, {g.Op("exp", {in[0]})})};

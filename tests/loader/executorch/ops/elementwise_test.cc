@@ -1,7 +1,12 @@
 // The ExecuTorch mappings of the elementwise ops (loader/executorch/ops/elementwise.cc): add, sub,
-// mul, div and relu imported from a .pte file and run against values computed here; an alpha
-// other than 1 refused naming the instruction. copy and copy_ are run in index_test.cc.
+// mul, div, relu and the unary ops (neg, abs, exp, log, sin, cos, tanh, sigmoid, silu, sqrt,
+// rsqrt, gelu), clamp and hardtanh imported from a .pte file and run against values computed here
+// in double; an alpha other than 1, gelu's tanh form and a clamp without bounds refused naming
+// the instruction. copy and copy_ are run in index_test.cc.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +24,7 @@
 namespace ferry {
 namespace {
 
+using ::ferry::testing::Double;
 using ::ferry::testing::FloatTensor;
 using ::ferry::testing::Int;
 using ::ferry::testing::KernelCall;
@@ -42,7 +48,10 @@ TEST(EtElementwiseOps, AddSubMulDivReluRunAgainstANaiveReference) {
           FloatTensor({2, 3}),  // 7 r
       },
       {0, 1}, {3, 4, 5, 6, 7},
-      {{"aten::add", "out"}, {"aten::sub", "out"}, {"aten::mul", "out"}, {"aten::div", "out"},
+      {{"aten::add", "out"},
+       {"aten::sub", "out"},
+       {"aten::mul", "out"},
+       {"aten::div", "out"},
        {"aten::relu", "out"}},
       {
           KernelCall(0, {0, 1, 2, 3, 3}),
@@ -68,6 +77,120 @@ TEST(EtElementwiseOps, AddSubMulDivReluRunAgainstANaiveReference) {
     EXPECT_NEAR(method->Output(3).data_as<float>()[k], a / b, 1e-6);
     EXPECT_EQ(method->Output(4).data_as<float>()[k], a > 0 ? a : 0.0);
   }
+}
+
+// x [2, 3] and p [2, 3] > 0: each unary op once, log, sqrt and rsqrt of p, the others of x.
+TEST(EtElementwiseOps, UnaryOpsRunAgainstANaiveReference) {
+  struct Unary {
+    const char* name;
+    bool positive;  // reads p
+    double (*reference)(double);
+  };
+  const Unary ops[] = {
+      {"neg", false, [](double v) { return -v; }},
+      {"abs", false, [](double v) { return std::fabs(v); }},
+      {"exp", false, [](double v) { return std::exp(v); }},
+      {"log", true, [](double v) { return std::log(v); }},
+      {"sin", false, [](double v) { return std::sin(v); }},
+      {"cos", false, [](double v) { return std::cos(v); }},
+      {"tanh", false, [](double v) { return std::tanh(v); }},
+      {"sigmoid", false, [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"silu", false, [](double v) { return v / (1 + std::exp(-v)); }},
+      {"sqrt", true, [](double v) { return std::sqrt(v); }},
+      {"rsqrt", true, [](double v) { return 1 / std::sqrt(v); }},
+      {"gelu", false, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
+  };
+  EtValue none;
+  none.kind = EtValueKind::kString;
+  none.string_value = "none";
+  std::vector<EtValue> values = {FloatTensor({2, 3}), FloatTensor({2, 3}), none};
+  std::vector<EtOperator> operators;
+  std::vector<EtInstruction> calls;
+  std::vector<int32_t> outputs;
+  for (int32_t i = 0; i < static_cast<int32_t>(std::size(ops)); ++i) {
+    const int32_t out = static_cast<int32_t>(values.size());
+    values.push_back(FloatTensor({2, 3}));
+    operators.push_back({absl::StrCat("aten::", ops[i].name), "out"});
+    const int32_t self = ops[i].positive ? 1 : 0;
+    calls.push_back(std::string(ops[i].name) == "gelu" ? KernelCall(i, {self, 2, out, out})
+                                                       : KernelCall(i, {self, out, out}));
+    outputs.push_back(out);
+  }
+  EtProgram p = OneMethod(values, {0, 1}, outputs, operators, calls);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {-2.5f, -0.75f, 0.0f, 0.3f, 1.25f, 3.0f};
+  std::vector<float> pos = {0.01f, 0.5f, 1.0f, 2.0f, 7.5f, 100.0f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->SetInput(1, TensorView::Host(DType::kFloat32, {2, 3}, pos.data())));
+  ASSERT_OK(method->Execute());
+  for (size_t i = 0; i < std::size(ops); ++i) {
+    const float* got = method->Output(i).data_as<float>();
+    for (int k = 0; k < 6; ++k) {
+      const double want = ops[i].reference(ops[i].positive ? pos[k] : x[k]);
+      EXPECT_NEAR(got[k], want, 1e-5 * std::max(1.0, std::fabs(want)))
+          << ops[i].name << ", element " << k;
+    }
+  }
+}
+
+TEST(EtElementwiseOps, GeluOfTheTanhFormIsRefused) {
+  EtValue tanh;
+  tanh.kind = EtValueKind::kString;
+  tanh.string_value = "tanh";
+  EtProgram p = OneMethod({FloatTensor({2}), tanh, FloatTensor({2})}, {0}, {2},
+                          {{"aten::gelu", "out"}}, {KernelCall(0, {0, 1, 2, 2})});
+  EXPECT_THAT(ThroughFile(p),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("instruction 0 (aten::gelu.out): approximate is \"tanh\"; only "
+                                 "approximate = \"none\" is supported")));
+  p.methods[0].values[1] = Int(0);
+  EXPECT_THAT(ThroughFile(p),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("approximate is a value of kind int, not a string")));
+}
+
+// x [6]: lo = clamp(x, None, 0.5); both = clamp(x, -1, 2); ht = hardtanh(x, -1, 1).
+TEST(EtElementwiseOps, ClampAndHardtanhRunAgainstANaiveReference) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({6}),  // 0 x
+          EtValue{},         // 1 None
+          Double(0.5),       // 2
+          Int(-1),           // 3
+          Int(2),            // 4
+          Int(1),            // 5
+          FloatTensor({6}),  // 6 lo
+          FloatTensor({6}),  // 7 both
+          FloatTensor({6}),  // 8 ht
+      },
+      {0}, {6, 7, 8}, {{"aten::clamp", "out"}, {"aten::hardtanh", "out"}},
+      {
+          KernelCall(0, {0, 1, 2, 6, 6}),
+          KernelCall(0, {0, 3, 4, 7, 7}),
+          KernelCall(1, {0, 3, 5, 8, 8}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {-3.0f, -1.5f, -0.25f, 0.75f, 1.5f, 2.5f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {6}, x.data())));
+  ASSERT_OK(method->Execute());
+  for (int k = 0; k < 6; ++k) {
+    const double v = x[k];
+    EXPECT_EQ(method->Output(0).data_as<float>()[k], std::min(v, 0.5)) << k;
+    EXPECT_EQ(method->Output(1).data_as<float>()[k], std::min(std::max(v, -1.0), 2.0)) << k;
+    EXPECT_EQ(method->Output(2).data_as<float>()[k], std::min(std::max(v, -1.0), 1.0)) << k;
+  }
+}
+
+TEST(EtElementwiseOps, ClampWithoutBoundsIsRefused) {
+  EtProgram p = OneMethod({FloatTensor({2}), EtValue{}, FloatTensor({2})}, {0}, {2},
+                          {{"aten::clamp", "out"}}, {KernelCall(0, {0, 1, 1, 2, 2})});
+  EXPECT_THAT(ThroughFile(p),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("instruction 0 (aten::clamp.out): min and max are both None")));
 }
 
 TEST(EtElementwiseOps, AlphaOtherThanOneIsRefused) {

@@ -32,6 +32,20 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
                                              {"aten::mul.out", 2},
                                              {"aten::div.out", 2},
                                              {"aten::relu.out", 1},
+                                             {"aten::neg.out", 1},
+                                             {"aten::abs.out", 1},
+                                             {"aten::exp.out", 1},
+                                             {"aten::log.out", 1},
+                                             {"aten::sin.out", 1},
+                                             {"aten::cos.out", 1},
+                                             {"aten::tanh.out", 1},
+                                             {"aten::sigmoid.out", 1},
+                                             {"aten::silu.out", 1},
+                                             {"aten::sqrt.out", 1},
+                                             {"aten::rsqrt.out", 1},
+                                             {"aten::gelu.out", 2},
+                                             {"aten::clamp.out", 3},
+                                             {"aten::hardtanh.out", 3},
                                              {"aten::copy.out", 3},
                                              {"aten::copy_", 3}}));
   EXPECT_THAT(RowsOf(LinalgEtOps()),
@@ -83,7 +97,7 @@ TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
       EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
     }
   }
-  EXPECT_EQ(rows, 29u);
+  EXPECT_EQ(rows, 43u);
   EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
   EXPECT_EQ(FindEtOp("aten::convolution.out"), nullptr);
   EXPECT_EQ(FindEtOp(""), nullptr);
