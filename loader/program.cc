@@ -188,10 +188,20 @@ struct Program::Storage {
   std::unique_ptr<uint8_t, EtImport::FreeDeleter> imported_constants;
 };
 
-Program::Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods)
-    : storage_(std::move(storage)), methods_(std::move(methods)) {
+Program::Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods,
+                 std::vector<std::pair<std::string, absl::Status>> refused,
+                 std::vector<std::string> order)
+    : storage_(std::move(storage)),
+      methods_(std::move(methods)),
+      refused_(std::move(refused)),
+      order_(std::move(order)) {
   method_index_.reserve(methods_.size());
   for (size_t i = 0; i < methods_.size(); ++i) method_index_.try_emplace(methods_[i].name, i);
+  for (size_t i = 0; i < refused_.size(); ++i) refused_index_.try_emplace(refused_[i].first, i);
+  if (order_.empty()) {
+    order_.reserve(methods_.size());
+    for (const MethodDef& m : methods_) order_.push_back(m.name);
+  }
 }
 
 Program::~Program() = default;
@@ -235,7 +245,13 @@ absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
   if (verify) FERRY_RETURN_IF_ERROR(VerifyReaderOutput(imported.methods, "ExecuTorch importer"));
   // The methods point into the copied constants only, never into the file's bytes.
   storage->imported_constants = std::move(imported.constant_data);
-  return std::unique_ptr<Program>(new Program(std::move(storage), std::move(imported.methods)));
+  std::vector<std::pair<std::string, absl::Status>> refused;
+  for (EtImport::Refused& r : imported.refused) {
+    refused.emplace_back(std::move(r.name), std::move(r.status));
+  }
+  return std::unique_ptr<Program>(new Program(std::move(storage), std::move(imported.methods),
+                                              std::move(refused),
+                                              std::move(imported.method_order)));
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path) {
@@ -376,15 +392,13 @@ absl::StatusOr<std::string> Program::ToJson(absl::Span<const uint8_t> bytes) {
   return json;
 }
 
-std::vector<std::string> Program::method_names() const {
-  std::vector<std::string> names;
-  names.reserve(methods_.size());
-  for (const MethodDef& m : methods_) names.push_back(m.name);
-  return names;
-}
+std::vector<std::string> Program::method_names() const { return order_; }
 
 absl::StatusOr<const MethodDef*> Program::method(absl::string_view name) const {
   if (auto it = method_index_.find(name); it != method_index_.end()) return &methods_[it->second];
+  if (auto it = refused_index_.find(name); it != refused_index_.end()) {
+    return refused_[it->second].second;
+  }
   return absl::NotFoundError(absl::StrCat("the program has no method \"", name,
                                           "\"; its methods are: \"",
                                           absl::StrJoin(method_names(), "\", \""), "\""));

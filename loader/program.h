@@ -16,8 +16,10 @@
 // loader/executorch/pte_reader.h reads and verifies them and loader/executorch/importer.h maps
 // their methods onto MethodDefs, so method_names() and method() work alike for both formats. Their
 // constants are copied to 64-byte aligned memory owned by the Program (ExecuTorch aligns them to 16
-// bytes). Ops, delegates and data the import does not support are Unimplemented, naming the method
-// and the instruction. An ExecuTorch program may keep tensors outside itself, in a data file (.ptd,
+// bytes). Each method is imported on its own: one the import does not support (an op, a dtype, a
+// value) is listed by method_names() like the others, and method() returns why for it
+// (Unimplemented naming the method and the instruction), while the program's other methods load.
+// An ExecuTorch program may keep tensors outside itself, in a data file (.ptd,
 // file identifier "FT01", loader/executorch/ptd_reader.h), found by fully qualified name: give it
 // in ProgramLoadOptions::data_path (or as the second span of FromBytes). The data file is read and
 // verified at load, the tensors it provides are copied like the program's other constants, and
@@ -56,9 +58,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -113,15 +117,20 @@ class Program {
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
 
+  // Every method, in the program's order, including those the import refused.
   std::vector<std::string> method_names() const;
-  // NotFound naming the method and listing the ones present.
+  // The method; for one the import refused, why (its status names the method and the
+  // instruction); NotFound naming the method and listing the ones present.
   absl::StatusOr<const MethodDef*> method(absl::string_view name) const;
   // The program's bytes (the mapped file or the owned copy).
   absl::Span<const uint8_t> bytes() const;
 
  private:
   struct Storage;
-  Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods);
+  // `order`: every method's name in the program's order (empty: `methods`' order, none refused).
+  Program(std::unique_ptr<Storage> storage, std::vector<MethodDef> methods,
+          std::vector<std::pair<std::string, absl::Status>> refused = {},
+          std::vector<std::string> order = {});
   // Verifies the bytes in `storage` and builds the methods over them.
   // `data`, when not null, is the data file's bytes (8-byte aligned).
   // `memory_limit` is ProgramLoadOptions::memory_limit_bytes.
@@ -135,8 +144,11 @@ class Program {
       bool verify);
   std::unique_ptr<Storage> storage_;
   std::vector<MethodDef> methods_;
+  std::vector<std::pair<std::string, absl::Status>> refused_;  // name, why
+  std::vector<std::string> order_;
   // Method name -> index of its first method: loading each of M methods costs O(M), not O(M^2).
   absl::flat_hash_map<absl::string_view, size_t> method_index_;
+  absl::flat_hash_map<absl::string_view, size_t> refused_index_;  // name -> index in refused_
 };
 
 }  // namespace ferry

@@ -81,6 +81,17 @@ void PendingConstants::Add(const Key& key, PendingConstant c) {
     c.folded.clear();
   }
   list_.push_back(std::move(c));
+  keys_.push_back(key);
+}
+
+void PendingConstants::Truncate(size_t n) {
+  while (list_.size() > n) {
+    // An entry that owns its key is the one the index names; a later one refers to an earlier
+    // entry, which stays.
+    if (list_.back().same_as < 0) index_.erase(keys_.back());
+    list_.pop_back();
+    keys_.pop_back();
+  }
 }
 
 MethodImporter::MethodImporter(const EtMethod& et, size_t method_index, const EtDataFile* data,
@@ -776,10 +787,17 @@ absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program,
                                                  const EtImportOptions& options) {
   EtImport import;
   internal::PendingConstants constants;
-  for (size_t i = 0; i < program.methods.size(); ++i) {
-    internal::MethodImporter importer(program.methods[i], i, options.data, &constants);
-    FERRY_ASSIGN_OR_RETURN(MethodDef method, importer.Run());
-    import.methods.push_back(std::move(method));
+  for (const EtMethod& et : program.methods) {
+    import.method_order.push_back(et.name);
+    const size_t pending = constants.size();
+    internal::MethodImporter importer(et, import.methods.size(), options.data, &constants);
+    absl::StatusOr<MethodDef> method = importer.Run();
+    if (!method.ok()) {
+      constants.Truncate(pending);  // nothing of a refused method is copied
+      import.refused.push_back({et.name, method.status()});
+      continue;
+    }
+    import.methods.push_back(*std::move(method));
   }
   FERRY_RETURN_IF_ERROR(internal::PlaceConstants(constants, import));
   return import;

@@ -3,6 +3,10 @@
 //   FERRY_ASSIGN_OR_RETURN(EtProgram et, ReadExecuTorchProgram(bytes));
 //   FERRY_ASSIGN_OR_RETURN(EtImport imported, ImportExecuTorchProgram(et));
 //   for (const MethodDef& m : imported.methods) { ... }
+//   for (const EtImport::Refused& r : imported.refused) { ... r.name, r.status ... }
+//
+// Each method is imported on its own: a method the import refuses is listed in `refused` with
+// why, and leaves the others whole (Program::method returns that reason for it).
 //
 // Program::Load and Program::FromBytes call this for files with the identifier "ET12"; most
 // callers never see it.
@@ -57,14 +61,17 @@
 // arenas (EtExporterArenas) in MethodDef::exporter_arenas, and the arena of each value made from
 // a planned tensor in MethodDef::exporter_allocations, for the audit.
 //
-// Errors: Unimplemented naming the method and instruction for an op, dtype, dynamic shape or
+// A method's errors (its entry in `refused`): Unimplemented naming the method and instruction for
+// an op, dtype, dynamic shape or
 // scalar value Ferry does not support (`etnp::lstm.out`, a delegate call whose results are
 // ambiguous, alpha != 1, _softmax with half_to_float, a mean to another dtype than float32,
 // index_put with accumulate);
 // for an external tensor, FailedPrecondition when no data file is given, NotFound when the
 // data file has no entry of its name, InvalidArgument when the entry's dtype, sizes or byte size
 // differ from the program's tensor; InvalidArgument for a call whose arguments do not fit its
-// op's schema or that reads a value nothing has written.
+// op's schema or that reads a value nothing has written. The call itself fails only for what
+// concerns the whole program: constants that overlap in the file so that copying them would
+// take more than twice their span (InvalidArgument), or memory for them (ResourceExhausted).
 // Ownership: the MethodDefs' constant and payload spans point into `constant_data` (moving an
 // EtImport keeps them valid); nothing points into the EtProgram or its file.
 // Thread safety: a pure function. Allocates the MethodDefs and a copy of the constants.
@@ -75,8 +82,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ferry/loader/executorch/ptd_reader.h"
 #include "ferry/loader/executorch/pte_reader.h"
@@ -88,7 +97,14 @@ struct EtImport {
   struct FreeDeleter {
     void operator()(uint8_t* p) const { std::free(p); }
   };
-  std::vector<MethodDef> methods;  // in the program's order
+  std::vector<MethodDef> methods;  // the methods imported, in the program's order
+  // A method the import refused, and why (its status names the method and the instruction).
+  struct Refused {
+    std::string name;
+    absl::Status status;
+  };
+  std::vector<Refused> refused;  // in the program's order
+  std::vector<std::string> method_order;  // every method's name, imported or refused, in order
   // The constants and delegate payloads of every method, each at a multiple of 64 bytes; null
   // when there are none.
   std::unique_ptr<uint8_t, FreeDeleter> constant_data;

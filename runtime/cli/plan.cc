@@ -38,40 +38,74 @@ void PrintAudit(const Options& options, const Runtime& rt, const Method& method,
 
 // `ferry plan` of a program with several methods and no --method: every method, loaded together
 // (Runtime::LoadProgram), then what they share, once; with --dot, one graph of them side by side.
+// A method that does not load is listed with its reason in its place, the others still planned;
+// the exit status is kExitOk only when every method loads.
 int PlanAllMethods(const Options& options, const Runtime& rt, const Program& program,
                    std::FILE* out, std::FILE* err) {
   std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(program);
-  std::vector<std::unique_ptr<Method>> methods;
   const std::vector<std::string> names = program.method_names();
-  for (const std::string& name : names) {
-    absl::StatusOr<std::unique_ptr<Method>> method = loaded->LoadMethod(name, options.load);
-    if (!method.ok()) return Fail(err, method.status());
-    methods.push_back(*std::move(method));
+  std::vector<std::unique_ptr<Method>> methods;  // per name; null for one that did not load
+  std::vector<absl::Status> refused(names.size());
+  size_t failures = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    absl::StatusOr<std::unique_ptr<Method>> method = loaded->LoadMethod(names[i], options.load);
+    if (!method.ok()) {
+      refused[i] = method.status();
+      ++failures;
+    }
+    methods.push_back(method.ok() ? *std::move(method) : nullptr);
   }
   if (options.dot) {
     std::vector<const Method*> views;
-    for (const auto& m : methods) views.push_back(m.get());
-    std::fputs(FormatProgramDot(views).c_str(), out);
-    return kExitOk;
-  }
-  for (size_t i = 0; i < methods.size(); ++i) {
-    absl::FPrintF(out, "== method \"%s\" ==\n%s\n", names[i], FormatPlanText(*methods[i]));
-    if (options.audit) PrintAudit(options, rt, *methods[i], out);
-  }
-  absl::FPrintF(out, "== program: %d methods loaded together ==\n", names.size());
-  absl::FPrintF(out, "constant replicas, made once and shared by the methods: %s\n",
-                DeviceBytes(loaded->replica_bytes()));
-  absl::FPrintF(out, "shared states: %s\n", DeviceBytes(loaded->shared_state_bytes()));
-  for (size_t i = 0; i < methods.size(); ++i) {
-    std::vector<std::string> parts;
-    for (const ArenaInfo& a : methods[i]->plan().arenas) {
-      parts.push_back(absl::StrCat(a.device_label, ": arena ", a.arena_bytes, " B, replicas made ",
-                                   a.constant_bytes, " B, shared ", a.shared_constant_bytes,
-                                   " B, shared states ", a.shared_state_bytes, " B"));
+    for (const auto& m : methods) {
+      if (m != nullptr) views.push_back(m.get());
     }
-    absl::FPrintF(out, "method \"%s\": %s\n", names[i], absl::StrJoin(parts, "; "));
+    if (!views.empty()) std::fputs(FormatProgramDot(views).c_str(), out);
+  } else {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (methods[i] == nullptr) {
+        absl::FPrintF(out, "== method \"%s\" ==\nnot loaded: %s\n\n", names[i],
+                      refused[i].message());
+        continue;
+      }
+      absl::FPrintF(out, "== method \"%s\" ==\n%s\n", names[i], FormatPlanText(*methods[i]));
+      if (options.audit) PrintAudit(options, rt, *methods[i], out);
+    }
+    if (failures == 0) {
+      absl::FPrintF(out, "== program: %d methods loaded together ==\n", names.size());
+    } else {
+      absl::FPrintF(out, "== program: %d of %d methods loaded together ==\n",
+                    names.size() - failures, names.size());
+    }
+    absl::FPrintF(out, "constant replicas, made once and shared by the methods: %s\n",
+                  DeviceBytes(loaded->replica_bytes()));
+    absl::FPrintF(out, "shared states: %s\n", DeviceBytes(loaded->shared_state_bytes()));
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (methods[i] == nullptr) continue;
+      std::vector<std::string> parts;
+      for (const ArenaInfo& a : methods[i]->plan().arenas) {
+        parts.push_back(absl::StrCat(a.device_label, ": arena ", a.arena_bytes,
+                                     " B, replicas made ", a.constant_bytes, " B, shared ",
+                                     a.shared_constant_bytes, " B, shared states ",
+                                     a.shared_state_bytes, " B"));
+      }
+      absl::FPrintF(out, "method \"%s\": %s\n", names[i], absl::StrJoin(parts, "; "));
+    }
   }
-  return 0;
+  if (failures == 0) return kExitOk;
+  std::vector<std::string> failed;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!refused[i].ok()) failed.push_back(absl::StrCat("\"", names[i], "\""));
+  }
+  absl::FPrintF(err, "ferry: %d of %d methods did not load: %s%s\n", failures, names.size(),
+                absl::StrJoin(failed, ", "),
+                options.dot ? "" : " (each one's reason is in its place above)");
+  if (options.dot) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!refused[i].ok()) absl::FPrintF(err, "ferry: %s\n", refused[i].message());
+    }
+  }
+  return kExitError;
 }
 
 }  // namespace
@@ -80,7 +114,7 @@ int Plan(const Options& options, const Runtime& rt, const Program& program,
          const std::vector<std::string>& planned_only, std::FILE* out, std::FILE* err) {
   if (!options.method_given && program.method_names().size() > 1) {
     const int code = PlanAllMethods(options, rt, program, out, err);
-    if (code == kExitOk && !options.dot) PrintPlannedOnly(planned_only, out);
+    if (!options.dot) PrintPlannedOnly(planned_only, out);
     return code;
   }
   absl::StatusOr<std::unique_ptr<Method>> method =

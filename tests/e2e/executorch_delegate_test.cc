@@ -35,6 +35,8 @@ using ::ferry::testing::FloatTensor;
 using ::ferry::testing::Int;
 using ::ferry::testing::RenamedBackend;
 using ::ferry::testing::FloatBytes;
+using ::ferry::testing::ImportMethodStatus;
+using ::ferry::testing::MethodStatus;
 using ::ferry::testing::StatusIs;
 using ::testing::_;
 using ::testing::AllOf;
@@ -158,23 +160,23 @@ TEST(ExecuTorchDelegateTest, IntArgumentsArePassedAsScalars) {
 TEST(ExecuTorchDelegateTest, AmbiguousResultsAreRefusedNamingTheValue) {
   Storage storage;
   // Only values written before the call: no result.
-  EXPECT_THAT(ImportExecuTorchProgram(DelegateProgram(storage, std::nullopt, {0, 1})),
+  EXPECT_THAT(ImportMethodStatus(DelegateProgram(storage, std::nullopt, {0, 1})),
               StatusIs(absl::StatusCode::kUnimplemented,
                        AllOf(HasSubstr("method \"forward\", instruction 0 (delegate call to "
                                        "backend \"FerryGraphBackend\")"),
                              HasSubstr("no result"))));
   // The constant w (value 1) after the first result s (value 2): an argument or a result?
-  EXPECT_THAT(ImportExecuTorchProgram(DelegateProgram(storage, std::nullopt, {0, 2, 1, 3})),
+  EXPECT_THAT(ImportMethodStatus(DelegateProgram(storage, std::nullopt, {0, 2, 1, 3})),
               StatusIs(absl::StatusCode::kUnimplemented,
                        AllOf(HasSubstr("instruction 0"), HasSubstr("value 1 (position 2 of 4)"),
                              HasSubstr("after value 2"), HasSubstr("ambiguous"))));
   // An Int after the first result would be a non-tensor result.
-  EXPECT_THAT(ImportExecuTorchProgram(DelegateProgram(storage, std::nullopt, {0, 1, 2, 6})),
+  EXPECT_THAT(ImportMethodStatus(DelegateProgram(storage, std::nullopt, {0, 1, 2, 6})),
               StatusIs(absl::StatusCode::kUnimplemented,
                        AllOf(HasSubstr("instruction 0"), HasSubstr("value 6 (position 3 of 4)"),
                              HasSubstr("only tensor results"))));
   // A result listed twice.
-  EXPECT_THAT(ImportExecuTorchProgram(DelegateProgram(storage, std::nullopt, {0, 1, 2, 2})),
+  EXPECT_THAT(ImportMethodStatus(DelegateProgram(storage, std::nullopt, {0, 1, 2, 2})),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("instruction 0"), HasSubstr("value 2 is listed twice"))));
 }
@@ -386,7 +388,7 @@ TEST(ExecuTorchImportCopiesTest, ConstantsOverlappingInPartAreRefusedBeforeTheyA
   const int64_t n = 1 << 18;
   const std::vector<uint8_t> bytes(n * sizeof(float) + 256, 1);
   const std::vector<uint8_t> payload = {1, 2, 3, 4};
-  EXPECT_THAT(ImportExecuTorchProgram(ConstantsProgram(bytes, payload, n, {0, 64, 128, 192})),
+  EXPECT_THAT(ImportMethodStatus(ConstantsProgram(bytes, payload, n, {0, 64, 128, 192})),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("would take 4194368 bytes once copied"),
                              HasSubstr("they overlap in the file"))));
@@ -461,7 +463,7 @@ TEST(ExecuTorchImportCopiesTest, AListEveryInstructionCopiesIsRefusedBeforeItIsC
   EXPECT_EQ(m.values[m.nodes[1].args[1]].scalar.list.size(), 10000u);
   // 1,000 calls of a 10,000-item list would copy 10 million items; the fifth copy goes over
   // twice the method's list items plus 16 per instruction and 4,096.
-  EXPECT_THAT(ImportExecuTorchProgram(ListProgram(payload, 1000, 10000)),
+  EXPECT_THAT(ImportMethodStatus(ListProgram(payload, 1000, 10000)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("instruction 4"), HasSubstr("value 2 has 10000 items"),
                              HasSubstr("use its lists more often than a program needs"))));
@@ -479,7 +481,7 @@ TEST(ExecuTorchImportCopiesTest, ADelegateWithLargeSpecsCalledByEveryInstruction
   ASSERT_EQ(few.methods[0].nodes.size(), 3u);
   EXPECT_EQ(few.methods[0].nodes[2].CompileSpec("blob")->size(), 100000u);
   // 1,000 calls would copy 100 MB of specs.
-  EXPECT_THAT(ImportExecuTorchProgram(with_specs(1000)),
+  EXPECT_THAT(ImportMethodStatus(with_specs(1000)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("delegate call to backend"),
                              HasSubstr("delegate 0 (100038 bytes of backend id and compile specs"),

@@ -47,6 +47,7 @@ using ::ferry::testing::Int32Tensor;
 using ::ferry::testing::KernelCall;
 using ::ferry::testing::OneMethod;
 using ::ferry::testing::RunCli;
+using ::ferry::testing::MethodStatus;
 using ::ferry::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -158,16 +159,16 @@ TEST(ExecuTorchProgramTest, TwoMethodsWithACastConstantRun) {
 
 TEST(ExecuTorchProgramTest, UnsupportedProgramsAreRefusedNamingWhy) {
   SKIP_WITHOUT_REAL_PROGRAMS();
-  EXPECT_THAT(Program::Load(PtePath("corey-cole__tests_models_lstm_lstm.pte")),
+  EXPECT_THAT(MethodStatus(Program::Load(PtePath("corey-cole__tests_models_lstm_lstm.pte"))),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("method \"forward\", instruction 0 (etnp::lstm.out): op "
                                  "\"etnp::lstm.out\" is not supported")));
-  EXPECT_THAT(Program::Load(PtePath("examples_arduino_examples_KeywordSpotting_model.pte")),
+  EXPECT_THAT(MethodStatus(Program::Load(PtePath("examples_arduino_examples_KeywordSpotting_model.pte"))),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("instruction 0 (cortex_m::quantize_per_tensor.out): op "
                                  "\"cortex_m::quantize_per_tensor.out\" is not supported")));
   // External weights without their data file.
-  EXPECT_THAT(Program::Load(PtePath("executorch__extension_module_test_resources_linear.pte")),
+  EXPECT_THAT(MethodStatus(Program::Load(PtePath("executorch__extension_module_test_resources_linear.pte"))),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(HasSubstr("instruction 0 (aten::permute_copy.out): value 0 "
                                        "(\"linear.weight\")"),
@@ -236,25 +237,27 @@ TEST(ExecuTorchProgramTest, DataFilesThatDoNotFitAreRefusedNamingTheTensor) {
   const std::vector<uint8_t> pte = ReadPte(kLinearPte);
   const std::vector<float> nine(9, 1.0f), three(3, 1.0f);
   // A data file without linear.bias.
-  EXPECT_THAT(Program::FromBytes(pte, BuildPtd({{"linear.weight", 6, {3, 3}, FloatBytes(nine)}})),
+  EXPECT_THAT(MethodStatus(Program::FromBytes(pte, BuildPtd({{"linear.weight", 6, {3, 3}, FloatBytes(nine)}}))),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("value 1 (\"linear.bias\") has its data in an external data "
                                  "file, but the data file has no entry named \"linear.bias\"")));
   // A weight of another dtype, and one of another shape.
   EXPECT_THAT(
-      Program::FromBytes(pte, BuildPtd({{"linear.weight", 7, {3, 3}, std::vector<uint8_t>(72)},
-                                        {"linear.bias", 6, {3}, FloatBytes(three)}})),
+      MethodStatus(Program::FromBytes(
+          pte, BuildPtd({{"linear.weight", 7, {3, 3}, std::vector<uint8_t>(72)},
+                         {"linear.bias", 6, {3}, FloatBytes(three)}}))),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("value 0 (\"linear.weight\") is float32 [3, 3], but the data file's "
                          "entry is float64 [3, 3]")));
-  EXPECT_THAT(Program::FromBytes(pte, BuildPtd({{"linear.weight", 6, {9}, FloatBytes(nine)},
-                                                {"linear.bias", 6, {3}, FloatBytes(three)}})),
+  EXPECT_THAT(MethodStatus(Program::FromBytes(pte, BuildPtd({{"linear.weight", 6, {9}, FloatBytes(nine)},
+                                                {"linear.bias", 6, {3}, FloatBytes(three)}}))),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("is float32 [3, 3], but the data file's entry is float32 [9]")));
   // Without a layout, only the byte count can be checked.
   EXPECT_THAT(
-      Program::FromBytes(pte, BuildPtd({{"linear.weight", 6, {}, FloatBytes(three), false},
-                                        {"linear.bias", 6, {3}, FloatBytes(three)}})),
+      MethodStatus(Program::FromBytes(
+          pte, BuildPtd({{"linear.weight", 6, {}, FloatBytes(three), false},
+                         {"linear.bias", 6, {3}, FloatBytes(three)}}))),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("value 0 (\"linear.weight\") is 36 bytes, but the data file's entry is "
                          "12")));
@@ -274,32 +277,32 @@ TEST(ExecuTorchProgramTest, DataFileErrorsNameTheFiles) {
   SKIP_WITHOUT_REAL_PROGRAMS();
   ProgramLoadOptions options;
   options.data_path = PtePath("no_such.ptd");
-  EXPECT_THAT(Program::Load(PtePath(kLinearPte), options),
+  EXPECT_THAT(MethodStatus(Program::Load(PtePath(kLinearPte), options)),
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("cannot open data file \"" + PtePath("no_such.ptd"))));
   // A program given as the data file.
   options.data_path = PtePath(kLinearPte);
-  EXPECT_THAT(Program::Load(PtePath(kLinearPte), options),
+  EXPECT_THAT(MethodStatus(Program::Load(PtePath(kLinearPte), options)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("with data file"),
                              HasSubstr("this is an ExecuTorch program (.pte"))));
   // A data file for a program that is not an ExecuTorch one.
   options.data_path = PtePath(kLinearPtd);
-  EXPECT_THAT(Program::FromBytes(ReadPte(kLinearPtd), ReadPte(kLinearPtd)),
+  EXPECT_THAT(MethodStatus(Program::FromBytes(ReadPte(kLinearPtd), ReadPte(kLinearPtd))),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("only ExecuTorch programs (.pte) use one")));
   // Every truncation of the data file is refused, naming it as the data file.
   const std::vector<uint8_t> pte = ReadPte(kLinearPte);
   const std::vector<uint8_t> ptd = ReadPte(kLinearPtd);
   for (size_t n = 1; n < ptd.size(); n += 7) {
-    EXPECT_THAT(Program::FromBytes(pte, absl::MakeConstSpan(ptd).first(n)),
+    EXPECT_THAT(MethodStatus(Program::FromBytes(pte, absl::MakeConstSpan(ptd).first(n))),
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("data file")))
         << n;
   }
 }
 
 // Every single-byte change of linear.ptd (a few values per byte) either is refused or gives a
-// program that loads and runs (meaningful under ASan): nothing the data file reader accepts makes
+// method that loads and runs (meaningful under ASan): nothing the data file reader accepts makes
 // the import or the run crash.
 TEST(ExecuTorchProgramTest, MutatedDataFilesAreRefusedOrRunNeverCrash) {
   SKIP_WITHOUT_REAL_PROGRAMS();
@@ -312,7 +315,9 @@ TEST(ExecuTorchProgramTest, MutatedDataFilesAreRefusedOrRunNeverCrash) {
       std::vector<uint8_t> bad = ptd;
       bad[at] = value;
       absl::StatusOr<std::unique_ptr<Program>> program = Program::FromBytes(pte, bad);
-      if (!program.ok()) continue;
+      // Refused: the data file by its reader, or the method by the import (a tensor the data
+      // file no longer matches).
+      if (!program.ok() || !(*program)->method("forward").ok()) continue;
       ++loaded;
       std::vector<std::vector<float>> inputs = {std::vector<float>(9, 1.0f)};
       absl::StatusOr<std::vector<float>> out = RunFloat(**program, "forward", inputs);
@@ -362,7 +367,7 @@ TEST(ExecuTorchProgramTest, FromBytesTellsTheFormatsApart) {
   EXPECT_EQ(def->inputs.size(), 2u);
   EXPECT_EQ(def->outputs.size(), 1u);
   // A .ptd data file is not a program; the reader says what it is.
-  EXPECT_THAT(Program::FromBytes(ReadPte("executorch__extension_module_test_resources_linear.ptd")),
+  EXPECT_THAT(MethodStatus(Program::FromBytes(ReadPte("executorch__extension_module_test_resources_linear.ptd"))),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("FT01")));
 }
 
@@ -381,6 +386,54 @@ TEST(ExecuTorchProgramTest, CliPlansAndRunsAPte) {
     EXPECT_EQ(r.code, cli::kExitOk) << r.err;
     EXPECT_THAT(r.out, HasSubstr(command == "plan" ? "arenas:" : "output 0"));
   }
+}
+
+// A .pte with a method Ferry refuses ("bad": an op it does not map) beside one it runs ("good").
+TEST(ExecuTorchProgramTest, CliPlansEveryMethodAndNamesTheOneThatDoesNotLoad) {
+  const std::vector<float> w = {1, 2, 3, 4};
+  EtProgram p = OneMethod({FloatTensor({4}), FloatTensor({4})}, {0}, {1},
+                          {{"aten::convolution_backward", "out"}}, {KernelCall(0, {0, 1, 1})});
+  p.methods[0].name = "bad";
+  EtMethod good = OneMethod({FloatTensor({4}), FloatTensor({4}), Int(1), FloatTensor({4})}, {0, 1},
+                            {3}, {{"aten::add", "out"}}, {KernelCall(0, {0, 1, 2, 3, 3})})
+                      .methods[0];
+  good.name = "good";
+  p.methods.push_back(std::move(good));
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            absl::StrCat("ferry_good_and_bad_", getpid(), ".pte"))
+                               .string();
+  {
+    const std::vector<uint8_t> bytes = testing::WritePte(p);
+    std::ofstream file(path, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  cli::Options o;
+  o.command = "plan";
+  o.program = path;
+  CliResult all = RunCli(o);
+  EXPECT_EQ(all.code, cli::kExitError);
+  EXPECT_THAT(all.out, AllOf(HasSubstr("== method \"bad\" ==\nnot loaded: method \"bad\", "
+                                       "instruction 0 (aten::convolution_backward.out)"),
+                             HasSubstr("== method \"good\" ==\n"),
+                             HasSubstr("== program: 1 of 2 methods loaded together ==")));
+  EXPECT_THAT(all.err, HasSubstr("ferry: 1 of 2 methods did not load: \"bad\""));
+  o.method = "good";
+  o.method_given = true;
+  CliResult one = RunCli(o);
+  EXPECT_EQ(one.code, cli::kExitOk) << one.err;
+  o.command = "run";
+  o.calls = 1;
+  o.warmup = 0;
+  o.inputs["0"] = {1, 2, 3, 4};
+  o.inputs["1"] = {10, 20, 30, 40};
+  CliResult run = RunCli(o);
+  EXPECT_EQ(run.code, cli::kExitOk) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("[11, 22, 33, 44]"));
+  o.method = "bad";
+  CliResult bad = RunCli(o);
+  EXPECT_EQ(bad.code, cli::kExitError);
+  EXPECT_THAT(bad.err, HasSubstr("aten::convolution_backward.out"));
+  std::filesystem::remove(path);
 }
 
 cli::Options LinearCli(const std::string& command) {

@@ -28,7 +28,7 @@ std::unique_ptr<Program> NpuProgram() {
   MethodBuilder& m = pb.AddMethod("forward");
   ValueId x = m.Input("x", DType::kFloat32, {2, 3});
   ValueId r = m.Op("relu", {x});
-  const TensorMeta meta{DType::kFloat32, {2, 3}};
+  const TensorMeta meta{DType::kFloat32, {2, 3}, {}};
   ValueId a = m.Delegate("NpuBackend", "sim:0", {1, 2, 3}, {r}, {meta})[0];
   ValueId b = m.Delegate("NpuBackend", "sim:0", {4}, {a}, {meta})[0];
   m.Output(m.GraphDelegate(std::nullopt, {b}, [](MethodBuilder& g, absl::Span<const ValueId> in) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "ferry/loader/executorch/importer.h"
 #include "ferry/loader/executorch/pte_reader.h"
 #include "ferry/loader/model/method_def.h"
 #include "ferry/runtime/backend.h"
@@ -145,6 +146,13 @@ inline std::string ProducerOp(const MethodDef& m, ValueId value) {
     }
   }
   return "";
+}
+
+// The status of importing `program`'s first method: the import's reason when it refuses it.
+inline absl::Status ImportMethodStatus(const EtProgram& program) {
+  absl::StatusOr<EtImport> imported = ImportExecuTorchProgram(program);
+  if (!imported.ok()) return imported.status();
+  return imported->refused.empty() ? absl::OkStatus() : imported->refused.front().status;
 }
 
 // Another backend under another name, as an application registers a backend for the id an

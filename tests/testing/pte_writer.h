@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ferry/loader/executorch/pte_reader.h"
 #include "ferry/loader/program.h"
@@ -191,6 +192,14 @@ inline std::vector<uint8_t> WritePte(const EtProgram& program) {
 // `program` written as a .pte file and loaded from its bytes, as Program::Load loads a file.
 inline absl::StatusOr<std::unique_ptr<Program>> ThroughFile(const EtProgram& program) {
   return Program::FromBytes(WritePte(program));
+}
+
+// Method `name`'s status in a loaded program: the load's error, else the method's (the import's
+// reason, for a method it refused).
+inline absl::Status MethodStatus(const absl::StatusOr<std::unique_ptr<Program>>& program,
+                                 const std::string& name = "forward") {
+  if (!program.ok()) return program.status();
+  return (*program)->method(name).status();
 }
 
 }  // namespace ferry::testing

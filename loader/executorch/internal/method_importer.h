@@ -66,9 +66,13 @@ class PendingConstants {
   // Adds `c`, whose bytes are `key`'s: copied if they are new, else shared (`c`'s bytes unused).
   void Add(const Key& key, PendingConstant c);
   const std::vector<PendingConstant>& list() const { return list_; }
+  size_t size() const { return list_.size(); }
+  // Drops the entries from `n` on (those of a method the import refused).
+  void Truncate(size_t n);
 
  private:
   std::vector<PendingConstant> list_;
+  std::vector<Key> keys_;  // per entry
   absl::flat_hash_map<Key, int32_t> index_;
 };
 

@@ -42,7 +42,7 @@ struct Fixture {
       ValueDef v;
       v.kind = kind;
       v.name = std::move(name);
-      v.meta = TensorMeta{DType::kFloat32, {4}};
+      v.meta = TensorMeta{DType::kFloat32, {4}, {}};
       m.values.push_back(v);
       return static_cast<ValueId>(m.values.size() - 1);
     };

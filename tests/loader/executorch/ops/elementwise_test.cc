@@ -30,6 +30,8 @@ using ::ferry::testing::Int;
 using ::ferry::testing::KernelCall;
 using ::ferry::testing::OneMethod;
 using ::ferry::testing::ReusedOut;
+using ::ferry::testing::ImportMethodStatus;
+using ::ferry::testing::MethodStatus;
 using ::ferry::testing::StatusIs;
 using ::ferry::testing::ThroughFile;
 using ::testing::HasSubstr;
@@ -141,12 +143,12 @@ TEST(EtElementwiseOps, GeluOfTheTanhFormIsRefused) {
   tanh.string_value = "tanh";
   EtProgram p = OneMethod({FloatTensor({2}), tanh, FloatTensor({2})}, {0}, {2},
                           {{"aten::gelu", "out"}}, {KernelCall(0, {0, 1, 2, 2})});
-  EXPECT_THAT(ThroughFile(p),
+  EXPECT_THAT(MethodStatus(ThroughFile(p)),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("instruction 0 (aten::gelu.out): approximate is \"tanh\"; only "
                                  "approximate = \"none\" is supported")));
   p.methods[0].values[1] = Int(0);
-  EXPECT_THAT(ThroughFile(p),
+  EXPECT_THAT(MethodStatus(ThroughFile(p)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("approximate is a value of kind int, not a string")));
 }
@@ -188,20 +190,20 @@ TEST(EtElementwiseOps, ClampAndHardtanhRunAgainstANaiveReference) {
 TEST(EtElementwiseOps, ClampWithoutBoundsIsRefused) {
   EtProgram p = OneMethod({FloatTensor({2}), EtValue{}, FloatTensor({2})}, {0}, {2},
                           {{"aten::clamp", "out"}}, {KernelCall(0, {0, 1, 1, 2, 2})});
-  EXPECT_THAT(ThroughFile(p),
+  EXPECT_THAT(MethodStatus(ThroughFile(p)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("instruction 0 (aten::clamp.out): min and max are both None")));
 }
 
 TEST(EtElementwiseOps, AlphaOtherThanOneIsRefused) {
-  EXPECT_THAT(ImportExecuTorchProgram(ReusedOut(2)),
+  EXPECT_THAT(ImportMethodStatus(ReusedOut(2)),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("method \"forward\", instruction 0 (aten::add.out): alpha is 2; "
                                  "only alpha = 1 is supported")));
   EtProgram sub = ReusedOut(1);
   sub.methods[0].operators = {{"aten::sub", "out"}};
   sub.methods[0].values[2] = Int(2);
-  EXPECT_THAT(ThroughFile(sub),
+  EXPECT_THAT(MethodStatus(ThroughFile(sub)),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("method \"forward\", instruction 0 (aten::sub.out): alpha is 2; "
                                  "only alpha = 1 is supported")));

@@ -22,6 +22,7 @@ using ::ferry::testing::FloatTensor;
 using ::ferry::testing::Int64Tensor;
 using ::ferry::testing::KernelCall;
 using ::ferry::testing::OneMethod;
+using ::ferry::testing::MethodStatus;
 using ::ferry::testing::StatusIs;
 using ::ferry::testing::TensorList;
 using ::ferry::testing::ThroughFile;
@@ -91,7 +92,7 @@ TEST(EtIndexOps, AccumulatingIndexPutIsRefused) {
       {FloatTensor({4}), Int64Tensor({1}), TensorList({1}), FloatTensor({1}), Bool(true),
        FloatTensor({4})},
       {0, 1, 3}, {5}, {{"aten::index_put", "out"}}, {KernelCall(0, {0, 2, 3, 4, 5, 5})});
-  EXPECT_THAT(ThroughFile(put),
+  EXPECT_THAT(MethodStatus(ThroughFile(put)),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("instruction 0 (aten::index_put.out): accumulate is true")));
 }

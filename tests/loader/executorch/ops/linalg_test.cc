@@ -27,6 +27,7 @@ using ::ferry::testing::Int;
 using ::ferry::testing::IntList;
 using ::ferry::testing::KernelCall;
 using ::ferry::testing::OneMethod;
+using ::ferry::testing::MethodStatus;
 using ::ferry::testing::StatusIs;
 using ::ferry::testing::ThroughFile;
 using ::testing::HasSubstr;
@@ -117,7 +118,7 @@ TEST(EtLinalgOps, SoftmaxRunsAgainstANaiveReference) {
 TEST(EtLinalgOps, SoftmaxToHalfIsRefused) {
   EtProgram softmax = OneMethod({FloatTensor({2}), Int(0), Bool(true), FloatTensor({2})}, {0},
                                 {3}, {{"aten::_softmax", "out"}}, {KernelCall(0, {0, 1, 2, 3, 3})});
-  EXPECT_THAT(ThroughFile(softmax),
+  EXPECT_THAT(MethodStatus(ThroughFile(softmax)),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("method \"forward\", instruction 0 (aten::_softmax.out): "
                                  "half_to_float is true; only half_to_float = false is "

@@ -23,6 +23,7 @@ using ::ferry::testing::Int;
 using ::ferry::testing::IntList;
 using ::ferry::testing::KernelCall;
 using ::ferry::testing::OneMethod;
+using ::ferry::testing::MethodStatus;
 using ::ferry::testing::StatusIs;
 using ::ferry::testing::ThroughFile;
 using ::testing::ElementsAre;
@@ -67,7 +68,7 @@ TEST(EtReduceOps, MeanRunsAgainstANaiveReference) {
 TEST(EtReduceOps, AMeanToAnotherDtypeIsRefused) {
   EtProgram mean = OneMethod({FloatTensor({2}), EtValue{}, Bool(false), Int(4), FloatTensor({})},
                              {0}, {4}, {{"aten::mean", "out"}}, {KernelCall(0, {0, 1, 2, 3, 4, 4})});
-  EXPECT_THAT(ThroughFile(mean),
+  EXPECT_THAT(MethodStatus(ThroughFile(mean)),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("instruction 0 (aten::mean.out): dtype is int64; only a float32 "
                                  "mean is supported")));
