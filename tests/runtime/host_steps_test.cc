@@ -37,8 +37,8 @@ class InferAndCheckTest : public ::testing::Test {
   int contexts_ = 0;
   TensorRef f23_ = TensorRef::Contiguous(DType::kFloat32, {2, 3});
   TensorRef i23_ = TensorRef::Contiguous(DType::kInt64, {2, 3});
-  TensorMeta meta23_{DType::kFloat32, {2, 3}};
-  TensorMeta meta32_{DType::kFloat32, {3, 2}};
+  TensorMeta meta23_{DType::kFloat32, {2, 3}, {}};
+  TensorMeta meta32_{DType::kFloat32, {3, 2}, {}};
 };
 
 TEST_F(InferAndCheckTest, AMatchingNodeInfersItsResult) {
