@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -171,6 +172,47 @@ bool IsDenseLayout(absl::Span<const int64_t> sizes, absl::Span<const int64_t> st
   return true;
 }
 
+Scalar Scalar::String(std::string v) {
+  Scalar s;
+  s.kind = Kind::kString;
+  s.heap_.p = std::make_unique<Heap>();
+  s.heap_.p->str = std::move(v);
+  return s;
+}
+
+Scalar Scalar::DoubleList(std::vector<double> v) {
+  Scalar s;
+  s.kind = Kind::kDoubleList;
+  s.heap_.p = std::make_unique<Heap>();
+  s.heap_.p->doubles = std::move(v);
+  return s;
+}
+
+Scalar Scalar::BoolList(const std::vector<bool>& v) {
+  Scalar s;
+  s.kind = Kind::kBoolList;
+  s.list.assign(v.begin(), v.end());
+  return s;
+}
+
+absl::string_view Scalar::str() const {
+  if (kind != Kind::kString || heap_.p == nullptr) return {};
+  return heap_.p->str;
+}
+
+absl::Span<const double> Scalar::doubles() const {
+  if (kind != Kind::kDoubleList || heap_.p == nullptr) return {};
+  return heap_.p->doubles;
+}
+
+bool operator==(const Scalar& a, const Scalar& b) {
+  if (a.kind != b.kind || a.i != b.i || a.b != b.b || a.list != b.list) return false;
+  // Bitwise for doubles would tell 0.0 from -0.0; == is what the tests and callers mean.
+  if (!(a.d == b.d || (a.d != a.d && b.d != b.d))) return false;
+  return a.str() == b.str() &&
+         std::equal(a.doubles().begin(), a.doubles().end(), b.doubles().begin(), b.doubles().end());
+}
+
 double Scalar::AsDouble() const {
   switch (kind) {
     case Kind::kInt:
@@ -179,10 +221,9 @@ double Scalar::AsDouble() const {
       return d;
     case Kind::kBool:
       return b ? 1.0 : 0.0;
-    case Kind::kIntList:
+    default:
       return 0.0;
   }
-  return 0.0;
 }
 
 std::string Scalar::ToString() const {
@@ -195,8 +236,43 @@ std::string Scalar::ToString() const {
       return b ? "true" : "false";
     case Kind::kIntList:
       return absl::StrCat("[", absl::StrJoin(list, ", "), "]");
+    case Kind::kNone:
+      return "None";
+    case Kind::kString:
+      return absl::StrCat("\"", absl::CHexEscape(str()), "\"");
+    case Kind::kDoubleList:
+      return absl::StrCat("[", absl::StrJoin(doubles(), ", "), "]");
+    case Kind::kBoolList:
+      return absl::StrCat("[",
+                          absl::StrJoin(list, ", ",
+                                        [](std::string* out, int64_t v) {
+                                          out->append(v != 0 ? "true" : "false");
+                                        }),
+                          "]");
   }
   return "?";
+}
+
+const char* ScalarKindName(Scalar::Kind kind) {
+  switch (kind) {
+    case Scalar::Kind::kInt:
+      return "int";
+    case Scalar::Kind::kDouble:
+      return "double";
+    case Scalar::Kind::kBool:
+      return "bool";
+    case Scalar::Kind::kIntList:
+      return "int list";
+    case Scalar::Kind::kNone:
+      return "None";
+    case Scalar::Kind::kString:
+      return "string";
+    case Scalar::Kind::kDoubleList:
+      return "double list";
+    case Scalar::Kind::kBoolList:
+      return "bool list";
+  }
+  return "unknown kind";
 }
 
 }  // namespace ferry

@@ -17,11 +17,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace ferry {
@@ -110,15 +112,30 @@ struct TensorMeta {
 bool IsDenseLayout(absl::Span<const int64_t> sizes, absl::Span<const int64_t> strides,
                    std::vector<int32_t>* dim_order);
 
-// Scalar values passed to ops: an integer, a floating point number, a boolean, or a list of
-// integers (sizes, dims).
+// A value that is not a tensor: an op's scalar argument (an integer, a floating point number, a
+// boolean, a list of integers for sizes and dims), or a method's non-tensor input or output,
+// which may also be None, a string, or a list of doubles or booleans (ExecuTorch's EValue kinds).
+//
+// Layout: 56 bytes, so that ValueDef (loader/model/method_def.h) keeps to three cache lines. The
+// kinds ops read (int, double, bool, int list) are inline; a string's bytes and a double list's
+// items, which only method inputs and outputs hold, are behind one pointer.
 struct Scalar {
-  enum class Kind : uint8_t { kInt, kDouble, kBool, kIntList };
+  // Appended only: Ferry's program format stores these numbers (loader/ferry/schema).
+  enum class Kind : uint8_t {
+    kInt,
+    kDouble,
+    kBool,
+    kIntList,
+    kNone,
+    kString,
+    kDoubleList,
+    kBoolList,
+  };
   Kind kind = Kind::kInt;
+  bool b = false;
   int64_t i = 0;
   double d = 0.0;
-  bool b = false;
-  std::vector<int64_t> list;
+  std::vector<int64_t> list;  // kIntList; kBoolList as 0 and 1
 
   static Scalar Int(int64_t v) {
     Scalar s;
@@ -144,11 +161,53 @@ struct Scalar {
     s.list = std::move(v);
     return s;
   }
-  // Numeric value as double (int, double or bool).
+  static Scalar None() {
+    Scalar s;
+    s.kind = Kind::kNone;
+    return s;
+  }
+  static Scalar String(std::string v);
+  static Scalar DoubleList(std::vector<double> v);
+  static Scalar BoolList(const std::vector<bool>& v);
+
+  // Whether it is a number (int, double or bool), what ops take as a scalar operand.
+  bool is_number() const {
+    return kind == Kind::kInt || kind == Kind::kDouble || kind == Kind::kBool;
+  }
+  // kString: its bytes (empty otherwise).
+  absl::string_view str() const;
+  // kDoubleList: its items (empty otherwise).
+  absl::Span<const double> doubles() const;
+  // Numeric value as double (int, double or bool; 0 for the other kinds).
   double AsDouble() const;
+  // The value as text: 3, 0.5, true, [1, 2], None, "text" (escaped), [0.5, 1], [true, false].
   std::string ToString() const;
-  friend bool operator==(const Scalar&, const Scalar&) = default;
+  friend bool operator==(const Scalar&, const Scalar&);
+
+ private:
+  struct Heap {
+    std::string str;
+    std::vector<double> doubles;
+    friend bool operator==(const Heap&, const Heap&) = default;
+  };
+  // A deep-copied pointer: a Scalar is a value.
+  struct HeapPtr {
+    HeapPtr() = default;
+    HeapPtr(const HeapPtr& other)
+        : p(other.p == nullptr ? nullptr : std::make_unique<Heap>(*other.p)) {}
+    HeapPtr& operator=(const HeapPtr& other) {
+      if (this != &other) p = other.p == nullptr ? nullptr : std::make_unique<Heap>(*other.p);
+      return *this;
+    }
+    HeapPtr(HeapPtr&&) noexcept = default;
+    HeapPtr& operator=(HeapPtr&&) noexcept = default;
+    std::unique_ptr<Heap> p;
+  };
+  HeapPtr heap_;
 };
+
+// "int", "double", "bool", "int list", "None", "string", "double list", "bool list".
+const char* ScalarKindName(Scalar::Kind kind);
 
 }  // namespace ferry
 

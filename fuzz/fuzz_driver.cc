@@ -34,6 +34,13 @@ absl::Status BindInputs(Method& method, std::vector<std::vector<uint8_t>>& stora
   }
   storage.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].is_tensor()) {
+      // Holds its traced value; passing that value again must be accepted.
+      storage.emplace_back();
+      absl::Status s = method.SetInput(i, *inputs[i].value);
+      if (!s.ok()) return s;
+      continue;
+    }
     // Exactly the planned size: a kernel that reads past the input is an ASan report.
     std::vector<uint8_t>& bytes = storage.emplace_back(inputs[i].bytes, uint8_t{0});
     absl::Status s = method.SetInput(i, bytes.data(), bytes.size(), inputs[i].device);
@@ -53,6 +60,12 @@ MethodOutcome DriveMethod(const Runtime& runtime, const Program& program, std::s
   if (!outcome.execute.ok() || !outcome.skip_reason.empty()) return outcome;
   outcome.executed = true;
   outcome.execute = (*method)->Execute();
+  // Non-tensor outputs are readable after a successful call.
+  for (size_t o = 0; outcome.execute.ok() && o < (*method)->num_outputs(); ++o) {
+    if (!(*method)->plan().outputs[o].is_tensor()) {
+      outcome.execute = (*method)->OutputValue(o).status();
+    }
+  }
   return outcome;
 }
 

@@ -88,7 +88,7 @@ absl::StatusOr<const std::vector<int64_t>*> IntListArg(absl::string_view op,
 
 absl::StatusOr<const Scalar*> NumberArg(absl::string_view op, absl::Span<const OpArg> args, int i) {
   const Scalar* s = args[i].scalar;
-  if (s == nullptr || s->kind == Scalar::Kind::kIntList) {
+  if (s == nullptr || !s->is_number()) {
     return OpError(op, "argument ", i, " must be a number (int, double or bool)");
   }
   return s;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -215,6 +216,20 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage
   if (data != nullptr) {
     return absl::InvalidArgumentError(
         "a data file (.ptd) was given, but only ExecuTorch programs (.pte) use one");
+  }
+  // A file of neither format is named against both; Ferry's reader checks the rest.
+  if (storage->size >= 8 && std::memcmp(storage->data + 4, kProgramFileIdentifier, 4) != 0) {
+    const absl::string_view id(reinterpret_cast<const char*>(storage->data) + 4, 4);
+    if (id == kExecuTorchDataFileIdentifier) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "an ExecuTorch data file (.ptd, file identifier \"", kExecuTorchDataFileIdentifier,
+          "\"), not a program: give it as the program's data file (--data, "
+          "ProgramLoadOptions::data_path)"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a program Ferry reads: the file identifier (bytes 4..7) is \"", absl::CHexEscape(id),
+        "\", expected \"", kProgramFileIdentifier, "\" (a Ferry program) or \"",
+        kExecuTorchFileIdentifier, "\" (an ExecuTorch program, .pte)"));
   }
   FERRY_ASSIGN_OR_RETURN(
       std::vector<MethodDef> methods,

@@ -263,6 +263,22 @@ class GraphInstance : public DelegateInstance {
                                                      " values, but the call has ",
                                                      init.results.size(), " results"));
     }
+    // A sub-graph passes tensors only: its inputs are the call's tensor arguments, its outputs
+    // the call's results.
+    for (size_t i = 0; i < main.inputs.size(); ++i) {
+      if (!main.values[main.inputs[i]].is_tensor()) {
+        return absl::InvalidArgumentError(absl::StrCat("sub-graph input ", i,
+                                                       " is not a tensor; a sub-graph's inputs and "
+                                                       "outputs are tensors"));
+      }
+    }
+    for (size_t o = 0; o < main.outputs.size(); ++o) {
+      if (!main.values[main.outputs[o]].is_tensor()) {
+        return absl::InvalidArgumentError(absl::StrCat("sub-graph output ", o,
+                                                       " is not a tensor; a sub-graph's inputs and "
+                                                       "outputs are tensors"));
+      }
+    }
     // What "main" reads and returns, as the program declares it (verified, and checked against
     // the inferred shapes of its nodes below); the loader compares it with the call.
     for (ValueId v : main.inputs) {

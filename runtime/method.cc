@@ -1,10 +1,12 @@
 #include "ferry/runtime/method.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -21,6 +23,37 @@ std::string ShapeString(const TensorRef& t) {
 std::string StridesString(const TensorRef& t) {
   return absl::StrCat("(", absl::StrJoin(t.strides.begin(), t.strides.begin() + t.rank, ", "),
                       ")");
+}
+
+// ExecuTorch's tolerance for a double input against its traced value.
+bool CloseEnough(double given, double traced) {
+  if (std::isnan(given) || std::isnan(traced)) return std::isnan(given) && std::isnan(traced);
+  return std::fabs(given - traced) <= 1e-4 + 1e-5 * std::fabs(traced);
+}
+
+// Whether `given` may be passed for a non-tensor input traced as `traced`.
+bool MatchesTraced(const Scalar& given, const Scalar& traced) {
+  if (given.kind != traced.kind) return false;
+  switch (traced.kind) {
+    case Scalar::Kind::kDouble:
+      return CloseEnough(given.d, traced.d);
+    case Scalar::Kind::kDoubleList: {
+      const absl::Span<const double> a = given.doubles(), b = traced.doubles();
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!CloseEnough(a[i], b[i])) return false;
+      }
+      return true;
+    }
+    default:
+      return given == traced;
+  }
+}
+
+// "an int", "a double list".
+std::string KindWithArticle(Scalar::Kind kind) {
+  const bool vowel = kind == Scalar::Kind::kInt || kind == Scalar::Kind::kIntList;
+  return absl::StrCat(vowel ? "an " : "a ", ScalarKindName(kind));
 }
 
 }  // namespace
@@ -53,6 +86,12 @@ absl::Status RunCopy(const CopyExec& c) {
       return c.dst_runtime->CopyFromPeer(c.dst->data, *c.src_runtime, c.src->data, c.bytes);
   }
   return absl::InternalError("unknown copy direction");
+}
+
+std::string MethodImpl::IoLabel(const char* what, size_t index) const {
+  const std::vector<IoInfo>& ios = what[0] == 'i' ? plan_.inputs : plan_.outputs;
+  return absl::StrCat("method \"", def_->name, "\": ", what, " ", index, " (\"",
+                      absl::CHexEscape(ios[index].name), "\")");
 }
 
 std::string MethodImpl::NodeLabel(int32_t node) const {
@@ -124,6 +163,7 @@ absl::Status MethodImpl::Execute() {
     if (!s.ok()) return StepError(sync, s);
   }
   last_execute_failed_ = false;
+  executed_ = true;
   return absl::OkStatus();
 }
 
@@ -272,6 +312,11 @@ absl::Status MethodImpl::SetInput(size_t index, const TensorView& tensor) {
                                                    " is out of range; the method has ",
                                                    input_set_.size(), " inputs"));
   }
+  if (const Scalar* traced = plan_.inputs[index].value; traced != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(IoLabel("input", index), " is ", KindWithArticle(traced->kind),
+                     ", not a tensor; set it with SetInput(", index, ", Scalar)"));
+  }
   const int32_t b = plan_.placement.input_buffers[index];
   FERRY_RETURN_IF_ERROR(CheckCallerTensor("input", index, plan_.inputs[index], refs_[b], tensor));
   refs_[b].data = tensor.data();
@@ -285,6 +330,11 @@ absl::Status MethodImpl::SetOutputBuffer(size_t index, const TensorView& tensor)
     return absl::InvalidArgumentError(absl::StrCat("method \"", def_->name, "\": output ", index,
                                                    " is out of range; the method has ",
                                                    plan_.outputs.size(), " outputs"));
+  }
+  if (const Scalar* value = plan_.outputs[index].value; value != nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(IoLabel("output", index), " is ", KindWithArticle(value->kind),
+                     ", not a tensor, so it has no buffer; read it with OutputValue(", index, ")"));
   }
   const LargeTable<PlannedBuffer>& buffers = plan_.placement.buffers;
   const int32_t b = plan_.placement.output_buffers[index];
@@ -309,7 +359,60 @@ absl::Status MethodImpl::SetOutputBuffer(size_t index, const TensorView& tensor)
 TensorView MethodImpl::Output(size_t index) const {
   if (index >= plan_.outputs.size() || last_execute_failed_) return TensorView();
   const int32_t b = plan_.placement.output_buffers[index];
+  if (b < 0) return TensorView();  // not a tensor
   return TensorView(refs_[b], plan_.outputs[index].device);
+}
+
+absl::Status MethodImpl::SetInput(size_t index, const Scalar& value) {
+  if (index >= input_set_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("method \"", def_->name, "\": input ", index,
+                                                   " is out of range; the method has ",
+                                                   input_set_.size(), " inputs"));
+  }
+  const Scalar* traced = plan_.inputs[index].value;
+  if (traced == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(IoLabel("input", index), " is a tensor; set it with SetInput(", index,
+                     ", TensorView), not ", KindWithArticle(value.kind)));
+  }
+  if (MatchesTraced(value, *traced)) return absl::OkStatus();
+  if (value.kind != traced->kind) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(IoLabel("input", index), " is ", KindWithArticle(traced->kind), ", given ",
+                     KindWithArticle(value.kind), " (", value.ToString(), ")"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      IoLabel("input", index), " is fixed at ", traced->ToString(),
+      ", the value the program was traced with; given ", value.ToString(),
+      traced->kind == Scalar::Kind::kDouble || traced->kind == Scalar::Kind::kDoubleList
+          ? " (doubles match within 1e-4 + 1e-5 * |traced|)"
+          : ""));
+}
+
+absl::StatusOr<const Scalar*> MethodImpl::OutputValue(size_t index,
+                                                      std::optional<Scalar::Kind> kind) const {
+  if (index >= plan_.outputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("method \"", def_->name, "\": output ", index,
+                                                   " is out of range; the method has ",
+                                                   plan_.outputs.size(), " outputs"));
+  }
+  const Scalar* value = plan_.outputs[index].value;
+  if (value == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(IoLabel("output", index), " is a tensor; read it with Output(", index, ")"));
+  }
+  if (kind.has_value() && value->kind != *kind) {
+    return absl::InvalidArgumentError(absl::StrCat(IoLabel("output", index), " is ",
+                                                   KindWithArticle(value->kind), ", not ",
+                                                   KindWithArticle(*kind)));
+  }
+  if (last_execute_failed_ || !executed_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(IoLabel("output", index),
+                     ": the method has not run successfully since it was loaded "
+                     "or since its last failed Execute"));
+  }
+  return value;
 }
 
 }  // namespace internal
@@ -357,8 +460,32 @@ absl::Status Method::SetOutputBuffer(size_t index, void* data, size_t bytes, Dev
   return SetOutputBuffer(index, view);
 }
 
+absl::Status Method::SetInput(size_t index, const Scalar& value) {
+  return impl_->SetInput(index, value);
+}
+
 absl::Status Method::Execute() { return impl_->Execute(); }
 TensorView Method::Output(size_t index) const { return impl_->Output(index); }
+
+absl::StatusOr<int64_t> Method::OutputInt(size_t index) const {
+  FERRY_ASSIGN_OR_RETURN(const Scalar* v, impl_->OutputValue(index, Scalar::Kind::kInt));
+  return v->i;
+}
+absl::StatusOr<double> Method::OutputDouble(size_t index) const {
+  FERRY_ASSIGN_OR_RETURN(const Scalar* v, impl_->OutputValue(index, Scalar::Kind::kDouble));
+  return v->d;
+}
+absl::StatusOr<bool> Method::OutputBool(size_t index) const {
+  FERRY_ASSIGN_OR_RETURN(const Scalar* v, impl_->OutputValue(index, Scalar::Kind::kBool));
+  return v->b;
+}
+absl::StatusOr<absl::string_view> Method::OutputString(size_t index) const {
+  FERRY_ASSIGN_OR_RETURN(const Scalar* v, impl_->OutputValue(index, Scalar::Kind::kString));
+  return v->str();
+}
+absl::StatusOr<const Scalar*> Method::OutputValue(size_t index) const {
+  return impl_->OutputValue(index, std::nullopt);
+}
 const void* Method::buffer_data(int32_t buffer) const { return impl_->buffer_data(buffer); }
 
 }  // namespace ferry

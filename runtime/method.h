@@ -38,6 +38,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "ferry/base/tensor.h"
 #include "ferry/loader/model/method_def.h"
 #include "ferry/loader/plan/placement.h"
@@ -64,6 +66,7 @@ struct ArenaInfo {
   size_t limit_bytes = SIZE_MAX;
 };
 
+// A method input or output: a tensor, or a value that is not one (`value` set).
 struct IoInfo {
   std::string name;
   DType dtype = DType::kFloat32;
@@ -71,6 +74,12 @@ struct IoInfo {
   size_t bytes = 0;
   Device device;  // where the caller passes (inputs) or receives (outputs) it
   std::string device_label;  // the device as declared, e.g. "cuda:0 (as sim:0)"
+  // Not a tensor (an int, a double, a string, None, a list): the value in the program (for an
+  // input, the one the program was traced with), which lives as long as the Program; the
+  // tensor fields are then empty, the device the host. nullptr for a tensor.
+  const Scalar* value = nullptr;
+
+  bool is_tensor() const { return value == nullptr; }
 };
 
 struct LoadTimings {
@@ -114,6 +123,23 @@ class Method {
   absl::Status SetInput(size_t index, void* data, size_t bytes, Device device);
   absl::Status SetOutputBuffer(size_t index, void* data, size_t bytes, Device device);
 
+  // Non-tensor inputs (IoInfo::value set: an int, a double, a bool, a string, None, a list).
+  // Like ExecuTorch, a program fixes them when it is made: the input holds the traced value
+  // from load on, and setting it checks that `value` is that value (doubles within
+  // 1e-4 + 1e-5 * |traced|, lists item by item), returning InvalidArgument naming the input,
+  // the traced and the given value otherwise. A tensor input given a Scalar, or a non-tensor
+  // input given a tensor, is InvalidArgument. No heap allocation for ints, doubles and bools.
+  absl::Status SetInput(size_t index, const Scalar& value);
+  absl::Status SetIntInput(size_t index, int64_t value) {
+    return SetInput(index, Scalar::Int(value));
+  }
+  absl::Status SetDoubleInput(size_t index, double value) {
+    return SetInput(index, Scalar::Double(value));
+  }
+  absl::Status SetBoolInput(size_t index, bool value) {
+    return SetInput(index, Scalar::Bool(value));
+  }
+
   absl::Status Execute();
 
   // The memory of planned buffer `buffer` (an index into plan().placement.buffers) as bound now;
@@ -124,6 +150,16 @@ class Method {
   // buffer), on the device the plan names. An empty view (data() == nullptr) when `index` is out
   // of range or the last Execute failed.
   TensorView Output(size_t index) const;
+
+  // Non-tensor output `index` of the last successful Execute (IoInfo::value set): typed, or as
+  // a Scalar of any kind (valid as long as the Program). InvalidArgument when `index` is out of
+  // range, names a tensor output (read it with Output) or a value of another kind ("output 0
+  // (\"n\") is an int, not a double"); FailedPrecondition before a successful Execute.
+  absl::StatusOr<int64_t> OutputInt(size_t index) const;
+  absl::StatusOr<double> OutputDouble(size_t index) const;
+  absl::StatusOr<bool> OutputBool(size_t index) const;
+  absl::StatusOr<absl::string_view> OutputString(size_t index) const;
+  absl::StatusOr<const Scalar*> OutputValue(size_t index) const;
 
  private:
   friend class Runtime;

@@ -55,7 +55,11 @@ absl::Status MethodLoader::Run() {
   FERRY_RETURN_IF_ERROR(Materialize());
   BuildSteps();
   DescribeIo();
+  // A non-tensor input holds its traced value from load on (setting it only checks).
   impl_.input_set_.assign(m_.inputs.size(), false);
+  for (size_t i = 0; i < m_.inputs.size(); ++i) {
+    impl_.input_set_[i] = !m_.values[m_.inputs[i]].is_tensor();
+  }
   impl_.input_ranges_.assign(m_.inputs.size(), CallerRange{});
   impl_.output_ranges_.assign(m_.outputs.size(), CallerRange{});
   impl_.range_scratch_.reserve(m_.inputs.size() + m_.outputs.size());

@@ -108,18 +108,23 @@ std::string FormatPlanText(const Method& method) {
   std::string out;
   absl::StrAppend(&out, "method \"", m.name, "\": ", m.nodes.size(), " nodes, ", m.values.size(),
                   " values\n");
+  // A tensor with its shape, bytes and device; a non-tensor value with its kind and value (an
+  // input's is the traced value, the only one a call may pass).
+  auto io_line = [&](size_t i, const IoInfo& io, const char* value_role) {
+    if (io.is_tensor()) {
+      absl::StrAppendFormat(&out, "  %-3d %-16s %-20s %10s  on %s\n", i, io.name,
+                            Shape(io.dtype, io.sizes), Bytes(io.bytes), io.device_label);
+      return;
+    }
+    std::string value = io.value->ToString();
+    if (value.size() > 64) value = absl::StrCat(value.substr(0, 60), " ...");
+    absl::StrAppendFormat(&out, "  %-3d %-16s %-20s %s %s\n", i, io.name,
+                          ScalarKindName(io.value->kind), value_role, value);
+  };
   absl::StrAppend(&out, "inputs:\n");
-  for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    const IoInfo& io = plan.inputs[i];
-    absl::StrAppendFormat(&out, "  %-3d %-16s %-20s %10s  on %s\n", i, io.name,
-                          Shape(io.dtype, io.sizes), Bytes(io.bytes), io.device_label);
-  }
+  for (size_t i = 0; i < plan.inputs.size(); ++i) io_line(i, plan.inputs[i], "traced as");
   absl::StrAppend(&out, "outputs:\n");
-  for (size_t i = 0; i < plan.outputs.size(); ++i) {
-    const IoInfo& io = plan.outputs[i];
-    absl::StrAppendFormat(&out, "  %-3d %-16s %-20s %10s  on %s\n", i, io.name,
-                          Shape(io.dtype, io.sizes), Bytes(io.bytes), io.device_label);
-  }
+  for (size_t i = 0; i < plan.outputs.size(); ++i) io_line(i, plan.outputs[i], "=");
   absl::StrAppend(&out, "nodes:\n");
   for (size_t n = 0; n < m.nodes.size(); ++n) {
     const NodeDef& node = m.nodes[n];
@@ -293,6 +298,7 @@ void AppendMethodDot(const Method& method, const std::string& prefix,
   }
   for (size_t i = 0; i < p.output_buffers.size(); ++i) {
     int32_t b = p.output_buffers[i];
+    if (b < 0) continue;  // not a tensor
     std::string id = absl::StrCat(prefix, "out", i);
     used->outputs = true;
     absl::StrAppendFormat(body, "  %s [label=\"output %d\\n%s\\non %s\", shape=house];\n", id, i,

@@ -263,7 +263,8 @@ void StridedCopy(const TensorRef& dst, const T* src, const int64_t* src_strides)
 void BroadcastCopy(const TensorRef& dst, const TensorRef& src);
 
 // A numeric scalar argument as T, on the host (host and CUDA kernels alike read scalars here; a
-// Scalar never reaches a device). Int lists give T{}; infer rejects them where a number is needed.
+// Scalar never reaches a device). Other kinds give T{}; infer rejects them where a number is
+// needed.
 template <typename T>
 T ScalarAs(const Scalar& s) {
   switch (s.kind) {
@@ -273,7 +274,7 @@ T ScalarAs(const Scalar& s) {
       return static_cast<T>(s.d);  // range checked by infer for int64
     case Scalar::Kind::kBool:
       return static_cast<T>(s.b);
-    case Scalar::Kind::kIntList:
+    default:
       break;
   }
   return T{};

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ferry/base/status_macros.h"
@@ -121,7 +122,43 @@ absl::StatusOr<MethodDef> MethodImporter::Run() {
   }
   instruction_ = -1;
   FERRY_RETURN_IF_ERROR(SetOutputs());
+  WriteBackStates();
   return std::move(def_);
+}
+
+// ExecuTorch keeps what a call writes into a mutable buffer for the next call; Ferry gave each
+// write its own value. A state whose last write went elsewhere gets that value copied back into
+// it at the end of the method; one written in place (copy_, index_put_ on the state itself)
+// already holds it.
+void MethodImporter::WriteBackStates() {
+  if (states_.empty()) return;
+  absl::flat_hash_map<ValueId, size_t> producer;
+  for (size_t n = 0; n < def_.nodes.size(); ++n) {
+    for (ValueId r : def_.nodes[n].results) producer[r] = n;
+  }
+  for (const auto& [v, state] : states_) {
+    ValueId last = latest_[v];
+    // Through the in-place writes (Ferry's ops ending in '_' write their argument 0 and return
+    // a view of it) to the memory the last value lives in.
+    for (auto it = producer.find(last); it != producer.end(); it = producer.find(last)) {
+      const NodeDef& node = def_.nodes[it->second];
+      if (node.kind != NodeKind::kHostOp || !absl::EndsWith(node.op, "_")) break;
+      last = node.args[0];
+    }
+    if (last == state) continue;
+    ValueDef result;
+    result.name = absl::StrCat(def_.values[state].name, " (written back)");
+    result.kind = ValueKind::kIntermediate;
+    result.meta = def_.values[state].meta;
+    const ValueId r = Add(std::move(result));
+    NodeDef node;
+    node.op = "copy_";
+    node.name = absl::StrCat("write back ", def_.values[state].name);
+    node.args = {state, latest_[v]};
+    node.results = {r};
+    def_.nodes.push_back(std::move(node));
+    if (!def_.node_instructions.empty()) def_.node_instructions.push_back(-1);
+  }
 }
 
 // "method "forward", instruction 3 (aten::add.out)"
@@ -142,13 +179,52 @@ absl::Status MethodImporter::Invalid(absl::string_view what) const {
   return absl::InvalidArgumentError(absl::StrCat(Where(), ": ", what));
 }
 
+// Value `v` as a Scalar: any kind but a tensor or a tensor list (`what` names it in errors).
+absl::StatusOr<Scalar> MethodImporter::NonTensor(int32_t v, absl::string_view what) {
+  const EtValue& value = et_.values[v];
+  switch (value.kind) {
+    case EtValueKind::kNull:
+      return Scalar::None();
+    case EtValueKind::kInt:
+      return Scalar::Int(value.int_value);
+    case EtValueKind::kDouble:
+      return Scalar::Double(value.double_value);
+    case EtValueKind::kBool:
+      return Scalar::Bool(value.bool_value);
+    case EtValueKind::kString:
+      return Scalar::String(value.string_value);
+    case EtValueKind::kIntList: {
+      FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> list, IntList(v, what));
+      return Scalar::IntList(std::move(list));
+    }
+    case EtValueKind::kDoubleList:
+      return Scalar::DoubleList(value.doubles);
+    case EtValueKind::kBoolList:
+      return Scalar::BoolList(value.bools);
+    default:
+      return Unimplemented(absl::StrCat(what, " is value ", v, ", ", EtValueKindArticle(value.kind),
+                                        " ", EtValueKindName(value.kind),
+                                        ", which is not supported"));
+  }
+}
+
+// A non-tensor input or output: one Ferry value per ExecuTorch value, however often it is
+// listed, so that what the import copies is bounded by the file.
+absl::StatusOr<ValueId> MethodImporter::NonTensorIo(int32_t v, absl::string_view what) {
+  if (latest_[v] >= 0) return latest_[v];
+  FERRY_ASSIGN_OR_RETURN(Scalar s, NonTensor(v, what));
+  latest_[v] = AddScalar(std::move(s), what);
+  return latest_[v];
+}
+
 absl::Status MethodImporter::AddInputs() {
   for (size_t i = 0; i < et_.inputs.size(); ++i) {
     const int32_t v = et_.inputs[i];
     if (et_.values[v].kind != EtValueKind::kTensor) {
-      return Unimplemented(absl::StrCat("input ", i, " is value ", v, ", a ",
-                                        EtValueKindName(et_.values[v].kind),
-                                        "; only tensor inputs are supported"));
+      // ExecuTorch fixes a non-tensor input at export: a call must pass the traced value.
+      FERRY_ASSIGN_OR_RETURN(ValueId id, NonTensorIo(v, absl::StrCat("input ", i)));
+      def_.inputs.push_back(id);
+      continue;
     }
     FERRY_ASSIGN_OR_RETURN(TensorMeta meta, MetaOf(v));
     ValueDef value;
@@ -166,9 +242,9 @@ absl::Status MethodImporter::SetOutputs() {
   for (size_t i = 0; i < et_.outputs.size(); ++i) {
     const int32_t v = et_.outputs[i];
     if (et_.values[v].kind != EtValueKind::kTensor) {
-      return Unimplemented(absl::StrCat("output ", i, " is value ", v, ", a ",
-                                        EtValueKindName(et_.values[v].kind),
-                                        "; only tensor outputs are supported"));
+      FERRY_ASSIGN_OR_RETURN(ValueId id, NonTensorIo(v, absl::StrCat("output ", i)));
+      def_.outputs.push_back(id);
+      continue;
     }
     FERRY_ASSIGN_OR_RETURN(ValueId id, ReadTensor(v));
     def_.outputs.push_back(id);
@@ -273,11 +349,13 @@ absl::Status MethodImporter::ImportDelegateCall(const EtInstruction& instruction
     const int32_t v = results[i];
     const size_t position = first_result + i;
     if (et_.values[v].kind != EtValueKind::kTensor) {
-      return Unimplemented(absl::StrCat(
-          "value ", v, " (position ", position, " of ", list.size(),
-          ") comes after value ", list[first_result], ", the first value the call writes, so it "
-          "would be a result, but it is a ", EtValueKindName(et_.values[v].kind),
-          "; only tensor results are supported"));
+      return Unimplemented(absl::StrCat("value ", v, " (position ", position, " of ", list.size(),
+                                        ") comes after value ", list[first_result],
+                                        ", the first value the call writes, so it "
+                                        "would be a result, but it is ",
+                                        EtValueKindArticle(et_.values[v].kind), " ",
+                                        EtValueKindName(et_.values[v].kind),
+                                        "; only tensor results are supported"));
     }
     if (Written(v)) {
       return Unimplemented(absl::StrCat(
@@ -363,8 +441,8 @@ ValueId MethodImporter::Add(ValueDef value) {
 absl::StatusOr<TensorMeta> MethodImporter::MetaOf(int32_t v) const {
   const EtValue& value = et_.values[v];
   if (value.kind != EtValueKind::kTensor) {
-    return Invalid(absl::StrCat("value ", v, " is a ", EtValueKindName(value.kind),
-                                ", where a tensor is expected"));
+    return Invalid(absl::StrCat("value ", v, " is ", EtValueKindArticle(value.kind), " ",
+                                EtValueKindName(value.kind), ", where a tensor is expected"));
   }
   const EtTensor& t = value.tensor;
   if (!t.dtype.has_value()) {
@@ -399,8 +477,7 @@ absl::StatusOr<ValueId> MethodImporter::ReadTensor(int32_t v) {
     case EtDataKind::kExternal:
       break;
     case EtDataKind::kMutableSegment:
-      return Unimplemented(absl::StrCat(
-          "value ", v, " is mutable state with initial data; this is not supported yet"));
+      break;
     case EtDataKind::kNone:
       return Invalid(absl::StrCat("value ", v,
                                   " is read before any instruction writes it, and it is "
@@ -409,13 +486,18 @@ absl::StatusOr<ValueId> MethodImporter::ReadTensor(int32_t v) {
   ValueDef value;
   value.name =
       t.fully_qualified_name.empty() ? absl::StrCat("value ", v) : t.fully_qualified_name;
-  value.kind = ValueKind::kConstant;
+  // Mutable state with initial data (a buffer the program updates, a weight a training step
+  // writes) persists across calls, like Ferry's states; its initial data is copied like a
+  // constant's.
+  const bool state = t.data.kind == EtDataKind::kMutableSegment;
+  value.kind = state ? ValueKind::kState : ValueKind::kConstant;
   value.meta = std::move(meta);
   absl::Span<const uint8_t> bytes = t.data.bytes;
   if (t.data.kind == EtDataKind::kExternal) {
     FERRY_ASSIGN_OR_RETURN(bytes, ExternalData(v));
   }
   latest_[v] = Add(std::move(value));
+  if (state) states_.emplace_back(v, latest_[v]);
   PendingConstant constant;
   constant.method = method_index_;
   constant.value = latest_[v];
@@ -513,8 +595,8 @@ absl::Status MethodImporter::SpendList(int32_t v, absl::string_view what) {
 absl::StatusOr<std::vector<int64_t>> MethodImporter::IntList(int32_t v, absl::string_view what) {
   const EtValue& value = et_.values[v];
   if (value.kind != EtValueKind::kIntList) {
-    return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
-                                ", not an int list"));
+    return Invalid(absl::StrCat(what, " is value ", v, ", ", EtValueKindArticle(value.kind), " ",
+                                EtValueKindName(value.kind), ", not an int list"));
   }
   FERRY_RETURN_IF_ERROR(SpendList(v, what));
   std::vector<int64_t> list;
@@ -547,8 +629,8 @@ absl::Status MethodImporter::RequireOne(int32_t v, absl::string_view what) const
       if (value.bool_value) return absl::OkStatus();
       return Unimplemented(absl::StrCat(what, " is false; only ", what, " = 1 is supported"));
     default:
-      return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
-                                  ", not a number"));
+      return Invalid(absl::StrCat(what, " is value ", v, ", ", EtValueKindArticle(value.kind), " ",
+                                  EtValueKindName(value.kind), ", not a number"));
   }
 }
 
@@ -556,8 +638,8 @@ absl::Status MethodImporter::RequireOne(int32_t v, absl::string_view what) const
 absl::StatusOr<int64_t> MethodImporter::IntValue(int32_t v, absl::string_view what) const {
   const EtValue& value = et_.values[v];
   if (value.kind != EtValueKind::kInt) {
-    return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
-                                ", not an int"));
+    return Invalid(absl::StrCat(what, " is value ", v, ", ", EtValueKindArticle(value.kind), " ",
+                                EtValueKindName(value.kind), ", not an int"));
   }
   return value.int_value;
 }
@@ -572,8 +654,8 @@ absl::StatusOr<int64_t> MethodImporter::OptionalIntValue(int32_t v, absl::string
 absl::StatusOr<bool> MethodImporter::BoolValue(int32_t v, absl::string_view what) const {
   const EtValue& value = et_.values[v];
   if (value.kind != EtValueKind::kBool) {
-    return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
-                                ", not a bool"));
+    return Invalid(absl::StrCat(what, " is value ", v, ", ", EtValueKindArticle(value.kind), " ",
+                                EtValueKindName(value.kind), ", not a bool"));
   }
   return value.bool_value;
 }
@@ -589,8 +671,8 @@ absl::StatusOr<Scalar> MethodImporter::NumberValue(int32_t v, absl::string_view 
     case EtValueKind::kBool:
       return Scalar::Bool(value.bool_value);
     default:
-      return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
-                                  ", not a number"));
+      return Invalid(absl::StrCat(what, " is value ", v, ", ", EtValueKindArticle(value.kind), " ",
+                                  EtValueKindName(value.kind), ", not a number"));
   }
 }
 
@@ -598,8 +680,8 @@ absl::StatusOr<Scalar> MethodImporter::NumberValue(int32_t v, absl::string_view 
 absl::StatusOr<std::vector<int32_t>> MethodImporter::TensorListValue(int32_t v, absl::string_view what) {
   const EtValue& value = et_.values[v];
   if (value.kind != EtValueKind::kTensorList && value.kind != EtValueKind::kOptionalTensorList) {
-    return Invalid(absl::StrCat(what, " is value ", v, ", a ", EtValueKindName(value.kind),
-                                ", not a tensor list"));
+    return Invalid(absl::StrCat(what, " is value ", v, ", ", EtValueKindArticle(value.kind), " ",
+                                EtValueKindName(value.kind), ", not a tensor list"));
   }
   FERRY_RETURN_IF_ERROR(SpendList(v, what));
   for (int32_t item : value.items) {

@@ -12,7 +12,14 @@
 // callers never see it.
 //
 // What becomes what:
-//  - method inputs become kInput values (tensors only), in the method's order;
+//  - tensor inputs become kInput values, in the method's order; an input or output that is not a
+//    tensor (Int, Double, Bool, String, None, IntList, DoubleList, BoolList) becomes one kScalar
+//    value however often it is listed, an input holding the value the program was traced with
+//    (the only one a call may pass, as in ExecuTorch); tensor lists as inputs or outputs are
+//    refused naming them;
+//  - planned tensors with initial data (mutable_data_segments) become kState values, which
+//    persist across calls; when a method's last write of one is a value of its own (an `out`),
+//    a copy_ node at the end of the method writes it back into the state;
 //  - tensors with data in the program (constant segment, legacy constant_buffer) become kConstant
 //    values; their bytes are copied into 64-byte aligned storage owned by the EtImport, since
 //    ExecuTorch aligns constants to 16 bytes only;

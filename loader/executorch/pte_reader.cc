@@ -133,6 +133,17 @@ const char* EtValueKindName(EtValueKind kind) {
   return "?";
 }
 
+const char* EtValueKindArticle(EtValueKind kind) {
+  switch (kind) {
+    case EtValueKind::kInt:
+    case EtValueKind::kIntList:
+    case EtValueKind::kOptionalTensorList:
+      return "an";
+    default:
+      return "a";
+  }
+}
+
 const char* EtInstructionKindName(EtInstructionKind kind) {
   switch (kind) {
     case EtInstructionKind::kKernelCall:

@@ -144,6 +144,8 @@ enum class EtValueKind : uint8_t {
 };
 
 const char* EtValueKindName(EtValueKind kind);
+// "an" for int, "a" for the others: "an int", "a tensor list".
+const char* EtValueKindArticle(EtValueKind kind);
 
 struct EtValue {
   EtValueKind kind = EtValueKind::kNull;

@@ -182,6 +182,17 @@ ValueId MethodBuilder::SharedStateF32(std::string name, std::vector<int64_t> siz
   return v;
 }
 
+ValueId MethodBuilder::ScalarInput(std::string name, ferry::Scalar traced) {
+  if (!owner_->status_.ok()) return -1;
+  ValueDef def;
+  def.name = std::move(name);
+  def.kind = ValueKind::kScalar;
+  def.scalar = std::move(traced);
+  const ValueId id = AddValue(std::move(def), {});
+  def_.inputs.push_back(id);
+  return id;
+}
+
 ValueId MethodBuilder::Scalar(ferry::Scalar value) {
   if (!owner_->status_.ok()) return -1;
   ValueDef def;
@@ -478,12 +489,6 @@ void MethodBuilder::Output(ValueId value) {
     Fail(absl::InvalidArgumentError(absl::StrCat(Label(), ": output ", def_.outputs.size(),
                                                  " is value ", value, ", but the method has ",
                                                  def_.values.size(), " values")));
-    return;
-  }
-  if (!def_.values[value].is_tensor()) {
-    Fail(absl::InvalidArgumentError(absl::StrCat(Label(), ": output ", def_.outputs.size(), " is ",
-                                                 def_.values[value].name,
-                                                 ", a scalar; outputs must be tensors")));
     return;
   }
   def_.outputs.push_back(value);

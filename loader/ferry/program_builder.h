@@ -72,6 +72,9 @@ class ProgramBuilder;
 class MethodBuilder {
  public:
   ValueId Input(std::string name, DType dtype, std::vector<int64_t> sizes);
+  // A non-tensor input (an int, a double, a string, ...): `traced` is the value the program was
+  // made with, and the only value a call may pass (Method::SetInput(size_t, const Scalar&)).
+  ValueId ScalarInput(std::string name, ferry::Scalar traced);
   // `data` is dense in meta's dim order and exactly meta.ByteSize() bytes.
   ValueId Constant(std::string name, TensorMeta meta, std::vector<uint8_t> data);
   ValueId ConstantF32(std::string name, std::vector<int64_t> sizes, std::vector<float> data);
@@ -106,6 +109,7 @@ class MethodBuilder {
                                      std::vector<ValueId> args, SubgraphFn body,
                                      DelegateOptions options = {});
 
+  // Appends `value` to the method's outputs: a tensor, or a scalar returned as it is.
   void Output(ValueId value);
 
   // Metadata of a tensor value (an empty meta for invalid ids).

@@ -115,10 +115,10 @@ class MethodChecker {
       const ValueId id = m_.inputs[i];
       const std::string where = absl::StrCat("input ", i);
       if (!InRange(id)) return Fail(where, absl::StrCat("is ", OutOfRange(id)));
-      if (m_.values[id].kind != ValueKind::kInput) {
-        return Fail(where, absl::StrCat("is ", ValueLabel(id), ", ",
-                                        ValueKindName(m_.values[id].kind),
-                                        "; method inputs must be input values"));
+      if (m_.values[id].kind != ValueKind::kInput && m_.values[id].kind != ValueKind::kScalar) {
+        return Fail(where,
+                    absl::StrCat("is ", ValueLabel(id), ", ", ValueKindName(m_.values[id].kind),
+                                 "; method inputs must be input or scalar values"));
       }
       if (listed[id]) return Fail(where, absl::StrCat("lists ", ValueLabel(id), " again"));
       listed[id] = true;
@@ -218,10 +218,6 @@ class MethodChecker {
       const ValueId id = m_.outputs[o];
       const std::string where = absl::StrCat("output ", o);
       if (!InRange(id)) return Fail(where, absl::StrCat("is ", OutOfRange(id)));
-      if (!m_.values[id].is_tensor()) {
-        return Fail(where, absl::StrCat("is ", ValueLabel(id), ", a scalar; outputs must be "
-                                        "tensors"));
-      }
       if (!defs_.IsDefined(id)) {
         return Fail(where, absl::StrCat("is ", ValueLabel(id),
                                         ", an intermediate that no node produces"));

@@ -11,14 +11,14 @@
 //    sizes whose byte size fits in int64, a dim order that is empty or a permutation of the rank;
 //    constants and states hold exactly their byte size of data, other values none; only states
 //    are `shared`;
-//  - inputs: distinct kInput values, and every kInput value listed;
+//  - inputs: distinct kInput or kScalar values, and every kInput value listed;
 //  - nodes, in order: a host op names its op, a delegate its backend; every argument is in range
 //    and defined before the node (an input, constant, state or scalar, or an intermediate an
 //    earlier node produces); every result is an intermediate that no other node produces; a
 //    delegate's per-argument dim orders (if any) are one per argument, each empty or a
 //    permutation of its tensor argument's rank, and its written arguments are distinct tensor
 //    arguments;
-//  - outputs: tensors that are defined by the end of the method;
+//  - outputs: values defined by the end of the method (tensors or scalars);
 //  - the exporter's records (imported programs): one instruction per node, or none; every value
 //    they name in range.
 //

@@ -33,7 +33,7 @@ enum class ValueKind : uint8_t {
   kConstant = 1,      // tensor with data in the program
   kState = 2,         // persistent mutable tensor with initial data in the program
   kIntermediate = 3,  // tensor produced by exactly one node
-  kScalar = 4,        // a Scalar known at load
+  kScalar = 4,        // a value that is not a tensor (a Scalar), known at load
 };
 
 const char* ValueKindName(ValueKind kind);
@@ -159,16 +159,20 @@ struct MethodDef {
   // Large methods' tables are on huge pages (base/huge_pages.h): fewer faults while loading.
   LargeTable<ValueDef> values;
   LargeTable<NodeDef> nodes;        // in execution order
-  std::vector<ValueId> inputs;      // the kInput values, in call order
-  std::vector<ValueId> outputs;     // returned values, in order (tensors)
+  // The kInput values, in call order, and the method's non-tensor inputs: kScalar values holding
+  // what the program was traced with, the only value a call may pass (ExecuTorch's rule).
+  std::vector<ValueId> inputs;
+  // Returned values, in order: tensors, or kScalar values returned as they are.
+  std::vector<ValueId> outputs;
   // The read-only mapping of the program's file that constant and state data lie in; nullptr
   // when the program is in memory. Loading gives it page hints (loader/program_mapping.h) so that
   // host memory stays bounded while large constants are copied to a device.
   const ProgramMapping* mapping = nullptr;
   // The exporter's memory plan, by memory_id; empty for Ferry's own programs.
   std::vector<ExporterArena> exporter_arenas;
-  // Imported programs: per node, the exporter's instruction it comes from; the exporter's copies,
-  // device annotations and arena of each planned value. Empty for Ferry's own programs.
+  // Imported programs: per node, the exporter's instruction it comes from (-1 for a node the
+  // import added, such as a state's write-back); the exporter's copies, device annotations and
+  // arena of each planned value. Empty for Ferry's own programs.
   std::vector<int32_t> node_instructions;
   std::vector<ExporterCopy> exporter_copies;
   std::vector<ExporterDevice> exporter_devices;

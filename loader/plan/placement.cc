@@ -52,6 +52,11 @@ const char* BufferKindName(BufferKind kind) {
   return "?";
 }
 
+const Device& PlacementPlan::DeviceOf(int32_t buffer) const {
+  static const Device kHost = Device::Host();
+  return buffer < 0 ? kHost : buffers[buffer].device;
+}
+
 int PlacementPlan::per_call_copies() const {
   int n = 0;
   for (const CopyStep& c : copies) n += c.timing == CopyTiming::kPerCall;
@@ -986,6 +991,7 @@ class Placer {
     plan_.output_buffers.assign(m_.outputs.size(), -1);
     for (int32_t i = 0; i < static_cast<int32_t>(m_.outputs.size()); ++i) {
       ValueId v = m_.outputs[i];
+      if (!IsTensor(v)) continue;  // returned as it is: no buffer
       ValueId root = group_[v];
       const Device home = plan_.value_homes[v];
       const Device root_home = plan_.value_homes[root];
@@ -1076,7 +1082,7 @@ class Placer {
     for (int32_t i = 0; i < static_cast<int32_t>(m_.inputs.size()); ++i) {
       ValueId v = m_.inputs[i];
       const Device home = plan_.value_homes[v];
-      if (home.is_host()) continue;
+      if (home.is_host() || !IsTensor(v)) continue;
       std::vector<std::string> readers;
       std::vector<int32_t> nodes;
       std::vector<Device> devices = {home};

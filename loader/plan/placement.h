@@ -172,19 +172,25 @@ struct PlacementPlan {
   std::vector<CopyStep> copies;          // the manifest: once and per-call copies
   std::vector<int32_t> load_copies;      // indices of the once copies, in load order
   LargeTable<ScheduleStep> schedule;     // per call
-  std::vector<int32_t> input_buffers;    // per method input: the buffer the caller supplies
-  std::vector<int32_t> output_buffers;   // per method output: the buffer returned
+  // Per method input: the buffer the caller supplies; per method output: the buffer returned.
+  // -1 for a value that is not a tensor (it has no buffer).
+  std::vector<int32_t> input_buffers;
+  std::vector<int32_t> output_buffers;
   std::vector<Diagnostic> diagnostics;
   // Devices the method's delegates declared that the device map sent elsewhere:
   // (declared, used), e.g. (cuda:0, sim:0) on a machine without a GPU.
   std::vector<std::pair<Device, Device>> mapped_devices;
 
-  const Device& input_device(size_t i) const { return buffers[input_buffers[i]].device; }
-  const Device& output_device(size_t i) const { return buffers[output_buffers[i]].device; }
+  // Where input or output i is passed: its buffer's device; the host for a non-tensor value.
+  const Device& input_device(size_t i) const { return DeviceOf(input_buffers[i]); }
+  const Device& output_device(size_t i) const { return DeviceOf(output_buffers[i]); }
   int per_call_copies() const;
   size_t per_call_bytes() const;
   // Devices other than the host that the plan uses, sorted.
   std::vector<Device> devices() const;
+
+ private:
+  const Device& DeviceOf(int32_t buffer) const;
 };
 
 absl::StatusOr<PlacementPlan> PlaceMethod(const PlacementInput& input,

@@ -46,7 +46,13 @@ constexpr CommandSpec kCommands[] = {
      "with the values given by --input, executes it --calls times and prints the time of the\n"
      "first and the last call and every output's dtype, shape, device, sum, minimum, maximum and\n"
      "first values. --json prints the outputs as JSON instead, with all their values, for\n"
-     "scripts.\n"
+     "scripts. --input values repeat to fill a tensor input (1,2 into 4 elements is 1,2,1,2);\n"
+     "a number of values that does not divide its elements is refused.\n"
+     "Inputs and outputs that are not tensors (int, double, bool, string, None, lists) are\n"
+     "fixed when the program is made: such an input holds the value the program was traced\n"
+     "with, and --input n=5 checks that 5 is that value (doubles within 1e-4 + 1e-5 |v|,\n"
+     "lists item by item); such an output prints with its kind, e.g. 'output 0 \"n\" int: 512'\n"
+     "(JSON: {\"index\": 0, \"name\": \"n\", \"kind\": \"int\", \"value\": 512}).\n"
      "With --tokens N: greedy generation. The program's \"prefill\" method (when present) runs\n"
      "on a prompt, then the decode method (--method, default \"decode\") once per token, each\n"
      "call fed the argmax of the last logits. Both are loaded as one program: constants on a\n"
@@ -59,6 +65,7 @@ constexpr CommandSpec kCommands[] = {
      "(build/bench/decoder_lm.ferry) is used.\n",
      "ferry run --input pos=3 --calls 4\n"
      "  ferry run linear.pte --data linear.ptd --input 0=1,2,3 --json\n"
+     "  ferry run llama_qnn.pte --method get_vocab_size   (a method returning an int)\n"
      "  ferry run --tokens 32            (the decode loop of the language-model example)\n"},
     {"bench", kBench,
      "load and execute repeatedly; report load time, latency, copies, arenas (--json)",

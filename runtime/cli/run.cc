@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -65,6 +66,128 @@ absl::Status StoreElement(const IoInfo& io, double v, uint8_t* out) {
                                                " cannot be given on the command line"));
 }
 
+// What `--input NAME=V,...` gives a non-tensor input, as a value of the input's kind; the
+// method then checks it against the traced value.
+absl::StatusOr<Scalar> GivenScalar(const IoInfo& io, const std::vector<double>& values) {
+  const Scalar::Kind kind = io.value->kind;
+  auto whole = [&](double v) -> absl::StatusOr<int64_t> {
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != std::trunc(v)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--input %s: %g is not a whole number in the range of int64, and input \"%s\" is %s",
+          io.name, v, io.name, ScalarKindName(kind)));
+    }
+    return static_cast<int64_t>(v);
+  };
+  auto boolean = [&](double v) -> absl::StatusOr<bool> {
+    if (v != 0.0 && v != 1.0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--input %s: %g is not 0 or 1, and input \"%s\" is %s", io.name, v,
+                          io.name, ScalarKindName(kind)));
+    }
+    return v == 1.0;
+  };
+  const bool single =
+      kind == Scalar::Kind::kInt || kind == Scalar::Kind::kDouble || kind == Scalar::Kind::kBool;
+  if (single && values.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--input %s: input \"%s\" is one %s, but %d values are given", io.name,
+                        io.name, ScalarKindName(kind), values.size()));
+  }
+  switch (kind) {
+    case Scalar::Kind::kInt: {
+      FERRY_ASSIGN_OR_RETURN(int64_t v, whole(values[0]));
+      return Scalar::Int(v);
+    }
+    case Scalar::Kind::kDouble:
+      return Scalar::Double(values[0]);
+    case Scalar::Kind::kBool: {
+      FERRY_ASSIGN_OR_RETURN(bool v, boolean(values[0]));
+      return Scalar::Bool(v);
+    }
+    case Scalar::Kind::kIntList: {
+      std::vector<int64_t> list;
+      for (double v : values) {
+        FERRY_ASSIGN_OR_RETURN(int64_t n, whole(v));
+        list.push_back(n);
+      }
+      return Scalar::IntList(std::move(list));
+    }
+    case Scalar::Kind::kDoubleList:
+      return Scalar::DoubleList(values);
+    case Scalar::Kind::kBoolList: {
+      std::vector<bool> list;
+      for (double v : values) {
+        FERRY_ASSIGN_OR_RETURN(bool b, boolean(v));
+        list.push_back(b);
+      }
+      return Scalar::BoolList(list);
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--input %s: input \"%s\" is %s, which --input does not give (it holds %s, the "
+          "value the program was traced with, without one)",
+          io.name, io.name, kind == Scalar::Kind::kNone ? "None" : "a string",
+          io.value->ToString()));
+  }
+}
+
+// A non-tensor value as JSON: a number, true/false, null (None and non-finite doubles), a
+// string, or an array.
+std::string ScalarJson(const Scalar& s) {
+  auto bools = [](const std::vector<int64_t>& list) {
+    return absl::StrJoin(
+        list, ", ", [](std::string* out, int64_t v) { out->append(v != 0 ? "true" : "false"); });
+  };
+  auto doubles = [](absl::Span<const double> list) {
+    return absl::StrJoin(list, ", ",
+                         [](std::string* out, double v) { out->append(JsonNumber(v, 17)); });
+  };
+  switch (s.kind) {
+    case Scalar::Kind::kInt:
+      return absl::StrCat(s.i);
+    case Scalar::Kind::kDouble:
+      return JsonNumber(s.d, 17);
+    case Scalar::Kind::kBool:
+      return s.b ? "true" : "false";
+    case Scalar::Kind::kIntList:
+      return absl::StrCat("[", absl::StrJoin(s.list, ", "), "]");
+    case Scalar::Kind::kNone:
+      return "null";
+    case Scalar::Kind::kString:
+      return JsonString(s.str());
+    case Scalar::Kind::kDoubleList:
+      return absl::StrCat("[", doubles(s.doubles()), "]");
+    case Scalar::Kind::kBoolList:
+      return absl::StrCat("[", bools(s.list), "]");
+  }
+  return "null";
+}
+
+// A non-tensor value for the terminal: escaped, with long strings and lists cut short.
+std::string ScalarText(const Scalar& s) {
+  constexpr size_t kMaxItems = 6;
+  constexpr size_t kMaxBytes = 200;
+  if (s.kind == Scalar::Kind::kString && s.str().size() > kMaxBytes) {
+    return absl::StrCat("\"", absl::CHexEscape(s.str().substr(0, kMaxBytes)), "\"... (",
+                        s.str().size(), " bytes)");
+  }
+  const size_t items = s.kind == Scalar::Kind::kDoubleList ? s.doubles().size() : s.list.size();
+  if ((s.kind == Scalar::Kind::kIntList || s.kind == Scalar::Kind::kBoolList ||
+       s.kind == Scalar::Kind::kDoubleList) &&
+      items > kMaxItems) {
+    Scalar head = s;
+    if (s.kind == Scalar::Kind::kDoubleList) {
+      head = Scalar::DoubleList({s.doubles().begin(), s.doubles().begin() + kMaxItems});
+    } else {
+      head.list.resize(kMaxItems);
+    }
+    std::string text = head.ToString();
+    text.pop_back();  // the closing bracket
+    return absl::StrCat(text, ", ...] (", items, " items)");
+  }
+  return s.ToString();
+}
+
 // `ferry run --json`: the method's outputs with all their values.
 int PrintOutputsJson(const Options& options, const Runtime& rt, Method& method,
                      const std::vector<double>& times, std::FILE* out, std::FILE* err) {
@@ -75,15 +198,22 @@ int PrintOutputsJson(const Options& options, const Runtime& rt, Method& method,
                    ",\n \"latency_us\": {\"first\": ", JsonNumber(times.front(), 6),
                    ", \"last\": ", JsonNumber(times.back(), 6), "},\n \"outputs\": [");
   for (size_t i = 0; i < method.num_outputs(); ++i) {
+    const IoInfo& io = plan.outputs[i];
+    if (!io.is_tensor()) {
+      absl::StrAppend(&text, i == 0 ? "\n  " : ",\n  ", "{\"index\": ", i,
+                      ", \"name\": ", JsonString(io.name),
+                      ", \"kind\": ", JsonString(ScalarKindName(io.value->kind)),
+                      ", \"value\": ", ScalarJson(*io.value), "}");
+      continue;
+    }
     absl::StatusOr<std::vector<double>> values = ReadValues(rt, method.Output(i));
     if (!values.ok()) return Fail(err, values.status());
-    const IoInfo& io = plan.outputs[i];
     std::vector<std::string> numbers;
     numbers.reserve(values->size());
     const int digits = io.dtype == DType::kFloat32 ? 9 : 17;
     for (double v : *values) numbers.push_back(JsonNumber(v, digits));
     absl::StrAppend(&text, i == 0 ? "\n  " : ",\n  ", "{\"index\": ", i,
-                    ", \"name\": ", JsonString(io.name),
+                    ", \"name\": ", JsonString(io.name), ", \"kind\": \"tensor\"",
                     ", \"dtype\": ", JsonString(DTypeName(io.dtype)), ", \"sizes\": [",
                     absl::StrJoin(io.sizes, ", "), "], \"device\": ", JsonString(io.device_label),
                     ", \"values\": [", absl::StrJoin(numbers, ", "), "]}");
@@ -101,12 +231,29 @@ absl::Status FillInputs(const Options& options, const Runtime& rt, Method& metho
   buffers.host.resize(plan.inputs.size());
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     const IoInfo& io = plan.inputs[i];
-    std::vector<uint8_t>& bytes = buffers.host[i];
-    bytes.assign(io.bytes, 0);
-    const size_t count = io.bytes / DTypeSize(io.dtype);
     // By name, or by position for inputs without a name of their own (ExecuTorch's).
     auto given = options.inputs.find(io.name);
     if (given == options.inputs.end()) given = options.inputs.find(std::to_string(i));
+    if (!io.is_tensor()) {
+      // Holds its traced value from load on; a given value is checked against it.
+      if (given == options.inputs.end()) continue;
+      FERRY_ASSIGN_OR_RETURN(Scalar value, GivenScalar(io, given->second));
+      FERRY_RETURN_IF_ERROR(method.SetInput(i, value));
+      continue;
+    }
+    std::vector<uint8_t>& bytes = buffers.host[i];
+    bytes.assign(io.bytes, 0);
+    const size_t count = io.bytes / DTypeSize(io.dtype);
+    // Given values repeat to fill the input: a number of them that does not divide its
+    // elements would drop some or fill it unevenly.
+    if (given != options.inputs.end() && count > 0 &&
+        (given->second.size() > count || count % given->second.size() != 0)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--input %s: %d values given for input \"%s\" (%s[%s], %d elements); give its %d "
+          "values, or fewer that repeat to fill it (a number that divides %d)",
+          given->first, given->second.size(), io.name, DTypeName(io.dtype),
+          absl::StrJoin(io.sizes, ", "), count, count, count));
+    }
     for (size_t j = 0; j < count; ++j) {
       double v;
       if (given != options.inputs.end()) {
@@ -168,6 +315,11 @@ int RunMethod(const Options& options, const Runtime& rt, Method& method, std::FI
   absl::FPrintF(out, "method \"%s\": %d call%s, first %.1f us, last %.1f us\n", method.def().name,
                 calls, calls == 1 ? "" : "s", times.front(), times.back());
   for (size_t i = 0; i < method.num_outputs(); ++i) {
+    if (const IoInfo& io = plan.outputs[i]; !io.is_tensor()) {
+      absl::FPrintF(out, "output %d \"%s\" %s: %s\n", i, absl::CHexEscape(io.name),
+                    ScalarKindName(io.value->kind), ScalarText(*io.value));
+      continue;
+    }
     TensorView view = method.Output(i);
     absl::StatusOr<std::vector<double>> values = ReadValues(rt, view);
     if (!values.ok()) return Fail(err, values.status());

@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -112,8 +114,11 @@ class MethodImpl {
 
   absl::Status SetInput(size_t index, const TensorView& tensor);
   absl::Status SetOutputBuffer(size_t index, const TensorView& tensor);
+  absl::Status SetInput(size_t index, const Scalar& value);
   absl::Status Execute();
   TensorView Output(size_t index) const;
+  // Output `index` when it is a non-tensor value of `kind` (any kind when nullopt).
+  absl::StatusOr<const Scalar*> OutputValue(size_t index, std::optional<Scalar::Kind> kind) const;
   const void* buffer_data(int32_t buffer) const { return refs_[buffer].data; }
 
  private:
@@ -125,6 +130,8 @@ class MethodImpl {
   // names both.
   absl::Status CheckCallerMemory() const;
   absl::Status StepError(const Step& step, const absl::Status& status) const;
+  // "input 1 (\"n\")": the caller's element, for errors.
+  std::string IoLabel(const char* what, size_t index) const;
   std::string NodeLabel(int32_t node) const;
 
   const Runtime* runtime_ = nullptr;
@@ -164,6 +171,7 @@ class MethodImpl {
   mutable std::vector<std::pair<CallerRange, int64_t>> range_scratch_;  // input i, output -(o+1)
   bool any_output_bound_ = false;
   bool last_execute_failed_ = false;
+  bool executed_ = false;  // a call has succeeded since load
 };
 
 }  // namespace ferry::internal

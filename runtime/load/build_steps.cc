@@ -116,9 +116,10 @@ void MethodLoader::DescribeIo() {
     return IoInfo{value.name,
                   value.meta.dtype,
                   {value.meta.sizes.begin(), value.meta.sizes.end()},
-                  value.meta.ByteSize().value_or(0),
+                  value.is_tensor() ? value.meta.ByteSize().value_or(0) : 0,
                   device,
-                  DeviceLabel(device, label_map_)};
+                  DeviceLabel(device, label_map_),
+                  value.is_tensor() ? nullptr : &value.scalar};
   };
   for (size_t i = 0; i < m_.inputs.size(); ++i) {
     impl_.plan_.inputs.push_back(describe(m_.inputs[i], p.input_device(i)));
@@ -129,7 +130,9 @@ void MethodLoader::DescribeIo() {
   // An in-place result returned as an output shares its base's memory and layout: a caller's
   // buffer bound to the output replaces the base's memory. Found here, not per SetOutputBuffer.
   impl_.output_targets_.reserve(m_.outputs.size());
-  for (int32_t b : p.output_buffers) impl_.output_targets_.push_back(same_layout_root_[b]);
+  for (int32_t b : p.output_buffers) {
+    impl_.output_targets_.push_back(b < 0 ? -1 : same_layout_root_[b]);
+  }
 }
 
 }  // namespace internal

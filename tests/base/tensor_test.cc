@@ -3,6 +3,7 @@
 #include "ferry/base/tensor.h"
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -84,6 +85,47 @@ TEST(Scalar, ValuesAndText) {
   EXPECT_EQ(Scalar::Bool(false).ToString(), "false");
   EXPECT_EQ(Scalar::Int(7), Scalar::Int(7));
   EXPECT_NE(Scalar::Int(7), Scalar::Double(7));
+}
+
+TEST(Scalar, KindsThatAreNotOpOperands) {
+  EXPECT_EQ(Scalar::None().ToString(), "None");
+  EXPECT_EQ(Scalar::String("net.w\n").ToString(), "\"net.w\\n\"");
+  EXPECT_EQ(Scalar::String("abc").str(), "abc");
+  EXPECT_EQ(Scalar::DoubleList({0.5, -2}).ToString(), "[0.5, -2]");
+  EXPECT_THAT(Scalar::DoubleList({0.5, -2}).doubles(), ElementsAre(0.5, -2.0));
+  EXPECT_EQ(Scalar::BoolList({true, false, true}).ToString(), "[true, false, true]");
+  EXPECT_THAT(Scalar::BoolList({true, false}).list, ElementsAre(1, 0));
+  // Accessors of the other kinds are empty.
+  EXPECT_TRUE(Scalar::Int(3).str().empty());
+  EXPECT_TRUE(Scalar::String("x").doubles().empty());
+  // Only numbers are numbers.
+  EXPECT_TRUE(Scalar::Bool(true).is_number());
+  EXPECT_FALSE(Scalar::IntList({1}).is_number());
+  EXPECT_FALSE(Scalar::String("1").is_number());
+  EXPECT_FALSE(Scalar::None().is_number());
+  EXPECT_EQ(Scalar::String("7").AsDouble(), 0.0);
+  EXPECT_STREQ(ScalarKindName(Scalar::Kind::kDoubleList), "double list");
+  EXPECT_STREQ(ScalarKindName(Scalar::Kind::kNone), "None");
+}
+
+TEST(Scalar, CopiesAreDeepAndCompareByContent) {
+  Scalar a = Scalar::String("weights");
+  Scalar b = a;
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.str().data(), b.str().data());  // its own bytes
+  a = Scalar::String("other");
+  EXPECT_EQ(b.str(), "weights");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(Scalar::DoubleList({1, 2}), Scalar::DoubleList({1, 2}));
+  EXPECT_NE(Scalar::DoubleList({1, 2}), Scalar::DoubleList({1, 2.5}));
+  EXPECT_NE(Scalar::DoubleList({1}), Scalar::IntList({1}));
+  EXPECT_NE(Scalar::BoolList({true}), Scalar::IntList({1}));
+  EXPECT_EQ(Scalar::None(), Scalar::None());
+  EXPECT_NE(Scalar::String(""), Scalar::None());
+  Scalar moved = std::move(b);
+  EXPECT_EQ(moved.str(), "weights");
+  // Kept small: a value table holds one Scalar per value.
+  static_assert(sizeof(Scalar) <= 56);
 }
 
 }  // namespace

@@ -192,7 +192,7 @@ TEST_F(ProgramTest, LoadReportsUnreadableFiles) {
   WriteText(junk, "this is not a program at all, just some text that is long enough");
   EXPECT_THAT(Program::Load(junk), StatusIs(absl::StatusCode::kInvalidArgument,
                                             AllOf(HasSubstr("program_test_junk.ferry"),
-                                                  HasSubstr("not a Ferry program"))));
+                                                  HasSubstr("not a program Ferry reads"))));
 }
 
 TEST_F(ProgramTest, LoadRefusesAFileWithoutReadPermission) {

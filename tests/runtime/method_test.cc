@@ -1,6 +1,7 @@
 // Method (runtime/method.cc) and the buffers a caller hands it: outputs that overlap inputs or each
 // other, ranks above the maximum, freed device memory, all refused with nothing written; outputs
-// read after a failed Execute; in-place writes into the caller's buffer.
+// read after a failed Execute; in-place writes into the caller's buffer. Values that are not
+// tensors: inputs fixed at their traced value, outputs read with typed accessors.
 #include <memory>
 #include <utility>
 #include <vector>
@@ -249,6 +250,116 @@ TEST(CallerBuffers, FreedDeviceMemoryIsNamedAsFreed) {
 }
 
 // A program smaller than the mapping threshold is read, so the file may change after Load.
+
+// y = a + a, with non-tensor inputs (an int, a double, a double list) and outputs (the int
+// input, a string, a bool list).
+struct ScalarIoMethod {
+  ScalarIoMethod() {
+    ProgramBuilder pb;
+    MethodBuilder& m = pb.AddMethod("forward");
+    ValueId n = m.ScalarInput("n", Scalar::Int(4));
+    ValueId a = m.Input("a", DType::kFloat32, {2, 2});
+    m.ScalarInput("scale", Scalar::Double(0.5));
+    m.ScalarInput("weights", Scalar::DoubleList({1.0, 200.0}));
+    m.Output(m.Op("add", {a, a}, "y"));
+    m.Output(n);
+    m.Output(m.Scalar(Scalar::String("stories260k")));
+    m.Output(m.Scalar(Scalar::BoolList({true, false})));
+    program = std::move(Program::FromBytes(std::move(pb.Build()).value())).value();
+    method = std::move(rt.LoadMethod(*program, "forward")).value();
+  }
+  Runtime rt;
+  std::unique_ptr<Program> program;
+  std::unique_ptr<Method> method;
+};
+
+TEST(NonTensorValues, InputsHoldTheirTracedValueAndOnlyAcceptIt) {
+  ScalarIoMethod f;
+  const MethodPlan& plan = f.method->plan();
+  ASSERT_EQ(plan.inputs.size(), 4u);
+  ASSERT_FALSE(plan.inputs[0].is_tensor());
+  EXPECT_EQ(*plan.inputs[0].value, Scalar::Int(4));
+  EXPECT_TRUE(plan.inputs[1].is_tensor());
+  EXPECT_EQ(plan.inputs[0].bytes, 0u);
+  // Only the tensor must be set before a call.
+  std::vector<float> a = {1, 2, 3, 4};
+  ASSERT_OK(f.method->SetInput(1, View(a)));
+  ASSERT_OK(f.method->Execute());
+  // The traced value is accepted; another is refused naming both.
+  EXPECT_OK(f.method->SetIntInput(0, 4));
+  EXPECT_THAT(f.method->SetIntInput(0, 5),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("method \"forward\": input 0 (\"n\") is fixed at 4"),
+                             HasSubstr("given 5"))));
+  // Doubles match within 1e-4 + 1e-5 * |traced|: 0.5 +- 0.000105.
+  EXPECT_OK(f.method->SetDoubleInput(2, 0.5001));
+  EXPECT_OK(f.method->SetDoubleInput(2, 0.4999));
+  EXPECT_THAT(
+      f.method->SetDoubleInput(2, 0.5002),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("input 2 (\"scale\") is fixed at 0.5"), HasSubstr("given 0.5002"))));
+  // Item by item for lists: 200 +- 0.0021.
+  EXPECT_OK(f.method->SetInput(3, Scalar::DoubleList({1.00005, 200.002})));
+  EXPECT_THAT(f.method->SetInput(3, Scalar::DoubleList({1.0, 200.003})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[1, 200]")));
+  EXPECT_THAT(f.method->SetInput(3, Scalar::DoubleList({1.0})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("given [1]")));
+  // Kinds must agree.
+  EXPECT_THAT(f.method->SetDoubleInput(0, 4.0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 0 (\"n\") is an int, given a double (4)")));
+  EXPECT_THAT(f.method->SetIntInput(1, 4),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 1 (\"a\") is a tensor; set it with SetInput(1, "
+                                 "TensorView), not an int")));
+  EXPECT_THAT(f.method->SetInput(0, View(a)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input 0 (\"n\") is an int, not a tensor")));
+  EXPECT_THAT(f.method->SetInput(0, a.data(), 16, Device::Host()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a tensor")));
+  EXPECT_THAT(f.method->SetIntInput(9, 4),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("out of range")));
+  // None of the refusals changed what the method computes.
+  ASSERT_OK(f.method->Execute());
+  EXPECT_EQ(f.method->Output(0).data_as<float>()[3], 8.0f);
+}
+
+TEST(NonTensorValues, OutputsAreReadByKind) {
+  ScalarIoMethod f;
+  EXPECT_THAT(f.method->OutputInt(1), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                               HasSubstr("has not run successfully")));
+  std::vector<float> a = {1, 2, 3, 4};
+  ASSERT_OK(f.method->SetInput(1, View(a)));
+  ASSERT_OK(f.method->Execute());
+  EXPECT_THAT(f.method->OutputInt(1), IsOkAndHolds(4));
+  EXPECT_THAT(f.method->OutputString(2), IsOkAndHolds(absl::string_view("stories260k")));
+  ASSERT_OK_AND_ASSIGN(const Scalar* bools, f.method->OutputValue(3));
+  EXPECT_EQ(*bools, Scalar::BoolList({true, false}));
+  EXPECT_THAT(f.method->OutputDouble(1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("output 1 (\"n\") is an int, not a double")));
+  EXPECT_THAT(f.method->OutputBool(2),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is a string, not a bool")));
+  EXPECT_THAT(f.method->OutputInt(0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("output 0 (\"y\") is a tensor; read it with Output(0)")));
+  EXPECT_THAT(f.method->OutputValue(4),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("out of range")));
+  EXPECT_EQ(f.method->Output(1).data(), nullptr);
+  std::vector<float> buffer(4);
+  EXPECT_THAT(f.method->SetOutputBuffer(1, View(buffer)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("output 1 (\"n\") is an int, not a tensor, so it has no buffer")));
+  // A failed call leaves nothing to read, scalars included.
+  std::vector<float> other(4);
+  ASSERT_OK(f.method->SetOutputBuffer(0, View(a)));  // overlaps input 1: Execute refuses
+  EXPECT_FALSE(f.method->Execute().ok());
+  EXPECT_THAT(f.method->OutputInt(1), StatusIs(absl::StatusCode::kFailedPrecondition));
+  ASSERT_OK(f.method->SetOutputBuffer(0, View(other)));
+  ASSERT_OK(f.method->Execute());
+  EXPECT_THAT(f.method->OutputInt(1), IsOkAndHolds(4));
+  EXPECT_EQ(other, (std::vector<float>{2, 4, 6, 8}));
+}
 
 }  // namespace
 }  // namespace ferry::testing

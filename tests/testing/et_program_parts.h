@@ -89,6 +89,29 @@ inline EtValue IntList(std::vector<int32_t> items) {
   return v;
 }
 
+inline EtValue None() { return EtValue(); }
+
+inline EtValue String(std::string s) {
+  EtValue v;
+  v.kind = EtValueKind::kString;
+  v.string_value = std::move(s);
+  return v;
+}
+
+inline EtValue DoubleList(std::vector<double> items) {
+  EtValue v;
+  v.kind = EtValueKind::kDoubleList;
+  v.doubles = std::move(items);
+  return v;
+}
+
+inline EtValue BoolList(std::vector<bool> items) {
+  EtValue v;
+  v.kind = EtValueKind::kBoolList;
+  v.bools = std::move(items);
+  return v;
+}
+
 inline EtValue TensorList(std::vector<int32_t> items) {
   EtValue v;
   v.kind = EtValueKind::kTensorList;

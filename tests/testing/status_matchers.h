@@ -31,10 +31,26 @@ MATCHER_P2(StatusIs, code, message_matcher,
          ::testing::ExplainMatchResult(message_matcher, std::string(s.message()), result_listener);
 }
 
+// The code alone, whatever the message.
+MATCHER_P(StatusIs, code, std::string("has code ") + absl::StatusCodeToString(code)) {
+  const absl::Status& s = ::ferry::testing::GetStatus(arg);
+  *result_listener << "status is " << s.ToString();
+  return s.code() == code;
+}
+
 MATCHER(IsOk, "is OK") {
   const absl::Status& s = ::ferry::testing::GetStatus(arg);
   *result_listener << "status is " << s.ToString();
   return s.ok();
+}
+
+// An OK absl::StatusOr whose value matches `value_matcher`.
+MATCHER_P(IsOkAndHolds, value_matcher, "is OK and holds a matching value") {
+  if (!arg.ok()) {
+    *result_listener << "status is " << arg.status().ToString();
+    return false;
+  }
+  return ::testing::ExplainMatchResult(value_matcher, *arg, result_listener);
 }
 
 }  // namespace ferry::testing

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -112,6 +113,8 @@ class MethodImporter {
   absl::StatusOr<ValueId> Produce(int32_t out);
   // A scalar value known at load, named `name`.
   ValueId AddScalar(Scalar s, absl::string_view name);
+  absl::StatusOr<Scalar> NonTensor(int32_t v, absl::string_view what);
+  absl::StatusOr<ValueId> NonTensorIo(int32_t v, absl::string_view what);
   // A host op node of the current instruction.
   void AddNode(absl::string_view op, ValueIds args, ValueId result);
 
@@ -153,6 +156,7 @@ class MethodImporter {
   std::string Where() const;
   absl::Status AddInputs();
   absl::Status SetOutputs();
+  void WriteBackStates();
   absl::Status ImportInstruction(const EtInstruction& instruction);
   absl::Status ImportDelegateCall(const EtInstruction& instruction);
   void Annotate(int32_t v, ValueId id);
@@ -168,6 +172,8 @@ class MethodImporter {
   PendingConstants& constants_;
   MethodDef def_;
   std::vector<ValueId> latest_;  // per ExecuTorch value: its Ferry value now, or -1
+  // Mutable state with initial data, as read: (ExecuTorch value, Ferry kState value).
+  std::vector<std::pair<int32_t, ValueId>> states_;
   size_t list_budget_ = 0;       // list items the method's instructions may still copy
   size_t delegate_budget_ = 0;   // bytes the method's delegate calls may still copy
   int instruction_ = -1;

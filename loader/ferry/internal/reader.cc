@@ -41,9 +41,10 @@ void FillList(List& list, const T* items, size_t n) {
 static_assert(FLATBUFFERS_LITTLEENDIAN, "Ferry reads programs in place on little-endian hosts");
 
 // Whether the elements of an 8-byte vector (absent counts as aligned) can be read as int64.
-bool Aligned8(const flatbuffers::Vector<int64_t>* v) {
-  return v == nullptr || v->size() == 0 ||
-         reinterpret_cast<uintptr_t>(v->data()) % alignof(int64_t) == 0;
+template <typename T>
+bool Aligned8(const flatbuffers::Vector<T>* v) {
+  static_assert(sizeof(T) == 8);
+  return v == nullptr || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % 8 == 0;
 }
 
 // Why a binary from stock flatc is refused, and what to do instead.
@@ -239,15 +240,23 @@ class MethodVerifier {
             k > static_cast<int>(fbs::ScalarKind::MAX)) {
           return Error(ValueLabel(v, val),
                        absl::StrCat("scalar kind ", k,
-                                    " is not valid (0 int, 1 double, 2 bool, 3 int list)"));
+                                    " is not valid (0 int, 1 double, 2 bool, 3 int list, 4 None, "
+                                    "5 string, 6 double list, 7 bool list)"));
         }
         // The FlatBuffers verifier checks a vector's length field, not the alignment of 8-byte
-        // elements; reading a misaligned int64 is undefined.
+        // elements; reading a misaligned int64 or double is undefined.
         if (!Aligned8(s->int_list())) {
           return Error(ValueLabel(v, val), "the int list is not 8-byte aligned");
         }
-        if (!budget_.SpendEntries(Len(s->int_list()))) {
+        if (!Aligned8(s->double_list())) {
+          return Error(ValueLabel(v, val), "the double list is not 8-byte aligned");
+        }
+        if (!budget_.SpendEntries(Len(s->int_list()) + Len(s->double_list()) +
+                                  Len(s->bool_list()))) {
           return ListsTooLong(ValueLabel(v, val));
+        }
+        if (!budget_.SpendBytes(View(s->string_value()).size())) {
+          return StringsTooLong(ValueLabel(v, val));
         }
         if (out_ != nullptr) BuildScalar(BuildName(v, name, kind), *s);
         continue;
@@ -336,6 +345,28 @@ class MethodVerifier {
         out.scalar = Scalar::IntList(std::move(list));
         break;
       }
+      case fbs::ScalarKind::None:
+        out.scalar = Scalar::None();
+        break;
+      case fbs::ScalarKind::String:
+        out.scalar = Scalar::String(std::string(View(s.string_value())));
+        break;
+      case fbs::ScalarKind::DoubleList: {
+        std::vector<double> list;
+        if (s.double_list() != nullptr) {
+          list.assign(s.double_list()->begin(), s.double_list()->end());
+        }
+        out.scalar = Scalar::DoubleList(std::move(list));
+        break;
+      }
+      case fbs::ScalarKind::BoolList: {
+        std::vector<bool> list;
+        if (s.bool_list() != nullptr) {
+          for (uint8_t b : *s.bool_list()) list.push_back(b != 0);
+        }
+        out.scalar = Scalar::BoolList(list);
+        break;
+      }
     }
   }
 
@@ -377,22 +408,25 @@ class MethodVerifier {
     const auto* inputs = method_.inputs();
     absl::flat_hash_map<int32_t, int32_t> position;  // listed value -> its place in the list
     position.reserve(Len(inputs));
+    size_t listed_input_values = 0;
     for (size_t i = 0; i < Len(inputs); ++i) {
       const int32_t id = inputs->Get(i);
       const std::string where = absl::StrCat("input ", i);
       if (!InRange(id)) return Sentence(where, absl::StrCat("is ", OutOfRange(id)));
-      if (value(id)->kind() != fbs::ValueKind::Input) {
+      const fbs::ValueKind kind = value(id)->kind();
+      if (kind != fbs::ValueKind::Input && kind != fbs::ValueKind::Scalar) {
         return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)), ", ", KindArticle(id),
-                                            "; method inputs must be input values"));
+                                            "; method inputs must be input or scalar values"));
       }
+      if (kind == fbs::ValueKind::Input) ++listed_input_values;
       if (auto [it, added] = position.try_emplace(id, static_cast<int32_t>(i)); !added) {
         return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)),
                                             ", which is already input ", it->second));
       }
     }
-    // The listed inputs are distinct input values: all are listed iff there are as many as
+    // The listed inputs are distinct: all input values are listed iff as many are as
     // VerifyValues counted. Only then is the value table walked, to name the first one missing.
-    for (size_t v = 0; Len(inputs) != input_values_ && v < num_values(); ++v) {
+    for (size_t v = 0; listed_input_values != input_values_ && v < num_values(); ++v) {
       if (value(v)->kind() == fbs::ValueKind::Input &&
           !position.contains(static_cast<int32_t>(v))) {
         return Error(ValueLabel(v, value(v)),
@@ -573,10 +607,6 @@ class MethodVerifier {
       const int32_t id = outputs->Get(o);
       const std::string where = absl::StrCat("output ", o);
       if (!InRange(id)) return Sentence(where, absl::StrCat("is ", OutOfRange(id)));
-      if (!IsTensor(id)) {
-        return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)),
-                                            ", a scalar; outputs must be tensors"));
-      }
       if (!defs_.IsDefined(id)) {
         return Sentence(where, absl::StrCat("is ", ValueLabel(id, value(id)),
                                             ", an intermediate that no node produces"));

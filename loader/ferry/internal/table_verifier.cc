@@ -178,7 +178,9 @@ class TableVerifier {
     TableAt t;
     return Start(pos, &t) && Scalar<1, 1>(t, Field(0)) &&             // kind
            Scalar<8, 8>(t, Field(1)) && Scalar<8, 8>(t, Field(2)) &&  // int_value, double_value
-           Scalar<1, 1>(t, Field(3)) && Vector<8>(t, Field(4));       // bool_value, int_list
+           Scalar<1, 1>(t, Field(3)) && Vector<8>(t, Field(4)) &&     // bool_value, int_list
+           String(t, Field(5)) && Vector<8>(t, Field(6)) &&           // string_value, double_list
+           Vector<1>(t, Field(7));                                    // bool_list
   }
   bool CompileSpec(size_t pos) {
     TableAt t;

@@ -26,7 +26,8 @@ size_t SizeBound(absl::Span<const MethodDef* const> methods) {
     bound += kPerObject + m->name.size() + 4 * (m->inputs.size() + m->outputs.size());
     for (const ValueDef& v : m->values) {
       bound += 2 * kPerObject + v.name.size() + 12 * v.meta.sizes.size() +
-               8 * v.scalar.list.size() + v.data.size() + kSegmentAlignment;
+               8 * v.scalar.list.size() + 8 * v.scalar.doubles().size() + v.scalar.str().size() +
+               v.data.size() + kSegmentAlignment;
     }
     for (const NodeDef& n : m->nodes) {
       const DelegateDef& call = n.delegate();  // empty for a host op
@@ -60,6 +61,21 @@ Offset<fbs::ScalarValue> WriteScalar(FlatBufferBuilder& fbb, const Scalar& s) {
     case Scalar::Kind::kIntList:
       return fbs::CreateScalarValue(fbb, fbs::ScalarKind::IntList, 0, 0.0, false,
                                     fbb.CreateVector(s.list));
+    case Scalar::Kind::kNone:
+      return fbs::CreateScalarValue(fbb, fbs::ScalarKind::None);
+    case Scalar::Kind::kString: {
+      auto text = fbb.CreateString(s.str().data(), s.str().size());
+      return fbs::CreateScalarValue(fbb, fbs::ScalarKind::String, 0, 0.0, false, 0, text);
+    }
+    case Scalar::Kind::kDoubleList: {
+      auto list = fbb.CreateVector(s.doubles().data(), s.doubles().size());
+      return fbs::CreateScalarValue(fbb, fbs::ScalarKind::DoubleList, 0, 0.0, false, 0, 0, list);
+    }
+    case Scalar::Kind::kBoolList: {
+      std::vector<uint8_t> bytes(s.list.begin(), s.list.end());
+      auto list = fbb.CreateVector(bytes);
+      return fbs::CreateScalarValue(fbb, fbs::ScalarKind::BoolList, 0, 0.0, false, 0, 0, 0, list);
+    }
   }
   return fbs::CreateScalarValue(fbb);
 }

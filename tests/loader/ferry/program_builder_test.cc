@@ -273,12 +273,48 @@ TEST_F(ProgramBuilderTest, OversizedInputIsRefused) {
   EXPECT_THAT(pb.status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overflows")));
 }
 
-TEST_F(ProgramBuilderTest, ScalarOutputIsRefused) {
+// Non-tensor inputs and outputs of every kind, through the binary form and the JSON form.
+TEST_F(ProgramBuilderTest, NonTensorInputsAndOutputsRoundTrip) {
   ProgramBuilder pb(&ops_);
   MethodBuilder& m = pb.AddMethod("forward");
-  m.Output(m.Int(3));
-  EXPECT_THAT(pb.status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("outputs must be tensors")));
+  const std::vector<Scalar> kinds = {Scalar::Int(-7),
+                                     Scalar::Double(0.125),
+                                     Scalar::Bool(true),
+                                     Scalar::IntList({3, -1}),
+                                     Scalar::None(),
+                                     Scalar::String("tok\n\"x\""),
+                                     Scalar::DoubleList({1.5, -2}),
+                                     Scalar::BoolList({false, true, true})};
+  ValueId x = m.Input("x", DType::kFloat32, {2});
+  ValueId n = m.ScalarInput("n", Scalar::Int(4));
+  std::vector<ValueId> outs;
+  for (const Scalar& s : kinds) outs.push_back(m.Scalar(s));
+  for (ValueId v : outs) m.Output(v);
+  m.Output(x);
+  ASSERT_OK(pb.status());
+  const MethodDef* def = Load(pb);
+  ASSERT_NE(def, nullptr);
+  EXPECT_THAT(def->inputs, ElementsAre(x, n));
+  EXPECT_EQ(def->values[n].kind, ValueKind::kScalar);
+  EXPECT_EQ(def->values[n].scalar, Scalar::Int(4));
+  EXPECT_EQ(def->values[n].name, "n");
+  ASSERT_EQ(def->outputs.size(), kinds.size() + 1);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    EXPECT_EQ(def->values[def->outputs[i]].scalar, kinds[i]) << kinds[i].ToString();
+  }
+  absl::StatusOr<std::vector<uint8_t>> bytes = pb.Build();
+  ASSERT_OK(bytes.status());
+  absl::StatusOr<std::string> json = Program::ToJson(*bytes);
+  ASSERT_OK(json.status());
+  absl::StatusOr<std::unique_ptr<Program>> again = Program::FromJson(*json);
+  ASSERT_OK(again.status());
+  absl::StatusOr<const MethodDef*> meta = (*again)->method("forward");
+  ASSERT_OK(meta.status());
+  ASSERT_EQ((*meta)->outputs.size(), kinds.size() + 1);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    EXPECT_EQ((*meta)->values[(*meta)->outputs[i]].scalar, kinds[i]) << *json;
+  }
+  EXPECT_EQ((*meta)->values[(*meta)->inputs[1]].scalar, Scalar::Int(4));
 }
 
 TEST_F(ProgramBuilderTest, DuplicateMethodNameIsRefused) {

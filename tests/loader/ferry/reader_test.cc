@@ -429,8 +429,8 @@ TEST(HandcraftedProgramTest, ScalarWithoutValue) {
   p.methods[0].values.back().has_scalar = false;
   EXPECT_EQ(Refusal(p), "method \"forward\", value 4 (\"k\"): a scalar value has no scalar");
   p.methods[0].values.back().has_scalar = true;
-  p.methods[0].values.back().scalar_kind = static_cast<fbs::ScalarKind>(7);
-  EXPECT_THAT(Refusal(p), HasSubstr("value 4 (\"k\"): scalar kind 7 is not valid"));
+  p.methods[0].values.back().scalar_kind = static_cast<fbs::ScalarKind>(8);
+  EXPECT_THAT(Refusal(p), HasSubstr("value 4 (\"k\"): scalar kind 8 is not valid"));
 }
 
 TEST(HandcraftedProgramTest, DuplicateInput) {
@@ -448,7 +448,7 @@ TEST(HandcraftedProgramTest, InputsMustBeExactlyTheInputValues) {
   p.methods[0].inputs = {0, 1};
   EXPECT_EQ(Refusal(p),
             "method \"forward\", input 1 is value 1 (\"w\"), a constant; method inputs must be "
-            "input values");
+            "input or scalar values");
   p.methods[0].inputs = {7};
   EXPECT_EQ(Refusal(p), "method \"forward\", input 0 is value 7, but the method has 4 values");
   // A second input value, after the listed one: the count of input values tells it is missing.
@@ -459,6 +459,12 @@ TEST(HandcraftedProgramTest, InputsMustBeExactlyTheInputValues) {
             "method's inputs");
   p.methods[0].inputs = {4, 0};
   EXPECT_OK(LoadStatus(p));
+  // A scalar may be listed too (a non-tensor input, fixed at its value), once.
+  p.methods[0].values.push_back(ScalarOf("k"));
+  p.methods[0].inputs = {4, 5, 0};
+  EXPECT_OK(LoadStatus(p));
+  p.methods[0].inputs = {4, 5, 0, 5};
+  EXPECT_THAT(Refusal(p), HasSubstr("input 3 is value 5 (\"k\"), which is already input 1"));
 }
 
 TEST(HandcraftedProgramTest, IntermediateProducedTwice) {
@@ -481,7 +487,7 @@ TEST(HandcraftedProgramTest, ResultsMustBeIntermediates) {
             "must be intermediates");
 }
 
-TEST(HandcraftedProgramTest, OutputsMustBeProducedTensors) {
+TEST(HandcraftedProgramTest, OutputsMustBeDefined) {
   HandProgram p = GoodProgram();
   p.methods[0].nodes.pop_back();
   EXPECT_EQ(Refusal(p),
@@ -489,9 +495,8 @@ TEST(HandcraftedProgramTest, OutputsMustBeProducedTensors) {
             "produces");
   p = GoodProgram();
   p.methods[0].values.push_back(ScalarOf(""));
-  p.methods[0].outputs = {4};
-  EXPECT_EQ(Refusal(p),
-            "method \"forward\", output 0 is value 4, a scalar; outputs must be tensors");
+  p.methods[0].outputs = {4, 3};  // a scalar is returned as it is
+  EXPECT_OK(LoadStatus(p));
   p.methods[0].outputs = {99};
   EXPECT_THAT(Refusal(p), HasSubstr("output 0 is value 99, but the method has 5 values"));
 }
@@ -554,8 +559,13 @@ TEST(HandcraftedProgramTest, DelegateChecks) {
 TEST(HandcraftedProgramTest, WrongFileIdentifier) {
   HandProgram p = GoodProgram();
   p.identifier = "ABCD";
+  // Named against both formats a program may be in.
   EXPECT_EQ(Refusal(p),
-            "not a Ferry program: the file identifier (bytes 4..7) is \"ABCD\", expected \"FRRY\"");
+            "not a program Ferry reads: the file identifier (bytes 4..7) is \"ABCD\", expected "
+            "\"FRRY\" (a Ferry program) or \"ET12\" (an ExecuTorch program, .pte)");
+  p.identifier = "FT01";
+  EXPECT_THAT(Refusal(p), HasSubstr("an ExecuTorch data file (.ptd, file identifier \"FT01\"), "
+                                    "not a program: give it as the program's data file"));
 }
 
 TEST(HandcraftedProgramTest, MisalignedData) {

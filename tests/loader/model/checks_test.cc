@@ -163,26 +163,34 @@ const Breakage kBreakages[] = {
     {"node order swapped: an argument read before it is produced",
      [](MethodDef& m) { std::swap(m.nodes[0], m.nodes[1]); },
      "an intermediate that no earlier node produces"},
-    {"a result produced twice",
-     [](MethodDef& m) { m.nodes[1].results[0] = m.nodes[0].results[0]; }, "already produces"},
-    {"an input as a result",
-     [](MethodDef& m) { m.nodes[0].results[0] = m.inputs[0]; }, "results must be intermediates"},
+    {"a result produced twice", [](MethodDef& m) { m.nodes[1].results[0] = m.nodes[0].results[0]; },
+     "already produces"},
+    {"an input as a result", [](MethodDef& m) { m.nodes[0].results[0] = m.inputs[0]; },
+     "results must be intermediates"},
     {"an argument out of range",
      [](MethodDef& m) { m.nodes[0].args[0] = static_cast<ValueId>(m.values.size()); },
      "but the method has"},
     {"a dim order that is no permutation",
-     [](MethodDef& m) { m.values[m.inputs[0]].meta.dim_order = {0, 0}; },
+     [](MethodDef& m) {
+       m.values[m.inputs[0]].meta.dim_order = {0, 0};
+     },
      "is not a permutation"},
-    {"a negative size",
-     [](MethodDef& m) { m.values[m.inputs[0]].meta.sizes[0] = -2; }, "byte size overflows"},
+    {"a negative size", [](MethodDef& m) { m.values[m.inputs[0]].meta.sizes[0] = -2; },
+     "byte size overflows"},
     {"an unknown dtype",
      [](MethodDef& m) { m.values[m.inputs[0]].meta.dtype = static_cast<DType>(99); },
      "not a known dtype"},
-    {"an input missing from the inputs",
-     [](MethodDef& m) { m.inputs.pop_back(); }, "not listed in the method's inputs"},
+    {"an input missing from the inputs", [](MethodDef& m) { m.inputs.pop_back(); },
+     "not listed in the method's inputs"},
     {"an input listed twice", [](MethodDef& m) { m.inputs.push_back(m.inputs[0]); }, "again"},
+    {"an intermediate listed as an input",
+     [](MethodDef& m) { m.inputs.push_back(m.nodes[0].results[0]); },
+     "method inputs must be input or scalar values"},
     {"an output no node produces",
-     [](MethodDef& m) { m.nodes.pop_back(); if (!m.node_instructions.empty()) m.node_instructions.pop_back(); },
+     [](MethodDef& m) {
+       m.nodes.pop_back();
+       if (!m.node_instructions.empty()) m.node_instructions.pop_back();
+     },
      "an intermediate that no node produces"},
     {"a host op without an op", [](MethodDef& m) { m.nodes[0].op.clear(); }, "has no op name"},
     {"data on an input",
@@ -191,13 +199,12 @@ const Breakage kBreakages[] = {
        m.values[m.inputs[0]].data = absl::MakeConstSpan(kBytes);
      },
      "holds 4 bytes of data"},
-    {"a shared value that is no state",
-     [](MethodDef& m) { m.values[m.inputs[0]].shared = true; }, "only a state can be"},
+    {"a shared value that is no state", [](MethodDef& m) { m.values[m.inputs[0]].shared = true; },
+     "only a state can be"},
     {"exporter records for the wrong number of nodes",
      [](MethodDef& m) { m.node_instructions.assign(m.nodes.size() + 1, 0); },
      "the exporter's records"},
-    {"a delegate with no backend",
-     [](MethodDef& m) { m.nodes[0].kind = NodeKind::kDelegate; },
+    {"a delegate with no backend", [](MethodDef& m) { m.nodes[0].kind = NodeKind::kDelegate; },
      "the delegate call has no backend name"},
 };
 
@@ -234,6 +241,24 @@ TEST_P(BrokenFerryMethod, IsRefusedNamingTheElement) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Invariants, BrokenFerryMethod, ::testing::ValuesIn(kBreakages));
+
+// Values that are not tensors may be inputs (holding their traced value) and outputs.
+TEST(VerifyMethodDef, ScalarsMayBeInputsAndOutputs) {
+  std::unique_ptr<Program> keep;
+  MethodDef method = FerryMethod(keep);
+  ValueDef scalar;
+  scalar.name = "n";
+  scalar.kind = ValueKind::kScalar;
+  scalar.scalar = Scalar::String("tokenizer.model");
+  method.values.push_back(scalar);
+  const ValueId id = static_cast<ValueId>(method.values.size() - 1);
+  method.inputs.push_back(id);
+  method.outputs.push_back(id);
+  EXPECT_OK(VerifyMethodDef(method));
+  method.inputs.push_back(id);
+  EXPECT_THAT(VerifyMethodDef(method),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("again")));
+}
 
 TEST(VerifyMethodDef, ConstantDataMustMatchItsSize) {
   std::unique_ptr<Program> keep;

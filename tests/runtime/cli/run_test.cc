@@ -1,12 +1,16 @@
 // `ferry run` (runtime/cli/run.cc): outputs printed, inputs given by name, and values an input's
-// dtype cannot hold refused.
+// dtype cannot hold refused; non-tensor inputs checked against their traced value, non-tensor
+// outputs printed with their kind.
+#include <cstdio>
 #include <string>
 
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/runtime/cli/commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/cli/example_cli.h"
 #include "tests/testing/cli_run.h"
+#include "tests/testing/json_check.h"
 
 namespace ferry::cli {
 namespace {
@@ -69,6 +73,93 @@ TEST_F(CliTest, InputValuesMustFitTheInputsDtype) {
   Result r = RunCli(o);
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("out of the range of float32"));
+}
+
+// A metadata-style program: y = x + x beside an int input and outputs of several kinds.
+class ScalarCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = TempPath("cli_scalars.ferry");
+    ProgramBuilder pb;
+    MethodBuilder& m = pb.AddMethod("forward");
+    ValueId x = m.Input("x", DType::kFloat32, {2});
+    ValueId n = m.ScalarInput("n", Scalar::Int(3));
+    m.ScalarInput("eps", Scalar::Double(0.5));
+    m.Output(m.Op("add", {x, x}, "y"));
+    m.Output(n);
+    m.Output(m.Scalar(Scalar::String("a\"b")));
+    m.Output(m.Scalar(Scalar::IntList({1, 2, 3, 4, 5, 6, 7, 8})));
+    m.Output(m.Scalar(Scalar::None()));
+    ASSERT_TRUE(pb.WriteFile(path_).ok());
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+  Options Run() {
+    Options o;
+    o.command = "run";
+    o.program = path_;
+    o.calls = 1;
+    o.warmup = 0;
+    return o;
+  }
+  std::string path_;
+};
+
+TEST_F(ScalarCliTest, OutputsArePrintedWithTheirKind) {
+  Options o = Run();
+  o.inputs["x"] = {1, 2};
+  Result r = RunCli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("output 0 \"y\" float32[2] on host: sum 6"));
+  EXPECT_THAT(r.out, HasSubstr("output 1 \"n\" int: 3\n"));
+  EXPECT_THAT(r.out, HasSubstr("output 2 \"value 4\" string: \"a\\\"b\"\n"));
+  EXPECT_THAT(r.out, HasSubstr("int list: [1, 2, 3, 4, 5, 6, ...] (8 items)\n"));
+  EXPECT_THAT(r.out, HasSubstr("None\n"));
+  o.json = true;
+  r = RunCli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string error;
+  EXPECT_TRUE(::ferry::testing::IsValidJson(r.out, &error)) << error << "\n" << r.out;
+  EXPECT_THAT(r.out, HasSubstr("{\"index\": 1, \"name\": \"n\", \"kind\": \"int\", \"value\": 3}"));
+  EXPECT_THAT(r.out, HasSubstr("\"kind\": \"string\", \"value\": \"a\\\"b\"}"));
+  EXPECT_THAT(r.out, HasSubstr("\"kind\": \"int list\", \"value\": [1, 2, 3, 4, 5, 6, 7, 8]}"));
+  EXPECT_THAT(r.out, HasSubstr("\"kind\": \"None\", \"value\": null}"));
+  EXPECT_THAT(r.out, HasSubstr("\"kind\": \"tensor\", \"dtype\": \"float32\""));
+}
+
+TEST_F(ScalarCliTest, ScalarInputsTakeOnlyTheirTracedValue) {
+  Options o = Run();
+  o.inputs["n"] = {3};
+  o.inputs["eps"] = {0.50001};
+  Result r = RunCli(o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  o.inputs["n"] = {5};
+  r = RunCli(o);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("input 1 (\"n\") is fixed at 3, the value the program was traced "
+                               "with; given 5"));
+  o.inputs["n"] = {3.5};
+  r = RunCli(o);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--input n: 3.5 is not a whole number"));
+  o.inputs["n"] = {3, 3};
+  r = RunCli(o);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("input \"n\" is one int, but 2 values are given"));
+  // By position too.
+  o.inputs.clear();
+  o.inputs["2"] = {0.7};
+  r = RunCli(o);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("input 2 (\"eps\") is fixed at 0.5"));
+}
+
+TEST_F(ScalarCliTest, PlanListsScalarInputsAndOutputs) {
+  Options o = Run();
+  o.command = "plan";
+  Result r = RunCli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("n                int                  traced as 3\n"));
+  EXPECT_THAT(r.out, HasSubstr("n                int                  = 3\n"));
 }
 
 }  // namespace
