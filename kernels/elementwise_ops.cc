@@ -1,5 +1,5 @@
-// Elementwise host ops: binary arithmetic with broadcasting, unary activations, clamp, fill_ and
-// copy_.
+// Elementwise host ops: binary arithmetic with broadcasting, unary activations, clamp, pow, fill_
+// and copy_.
 //
 // Every kernel has a fast path for contiguous operands of the result's shape (one flat loop, no
 // index math) and a strided path for everything else (broadcast views, transposes, slices and
@@ -305,6 +305,20 @@ absl::Status RegisterUnary(OpRegistry& registry) {
 
 // ---- clamp ----------------------------------------------------------------------------------
 
+// out = f(a) elementwise, out and a of one shape: a flat loop when both are contiguous.
+template <typename T, typename F>
+void MapLoop(const TensorRef& out, const TensorRef& a, F f) {
+  T* o = out.data_as<T>();
+  const T* x = a.data_as<const T>();
+  const int64_t n = ContiguousNumel(out);
+  if (n >= 0 && ContiguousNumel(a) == n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+    return;
+  }
+  ForEachOffset<2>(out.rank, out.sizes.data(), {out.strides.data(), a.strides.data()},
+                   [&](const std::array<int64_t, 2>& off) { o[off[0]] = f(x[off[1]]); });
+}
+
 // clamp(t a, number min, number max): float32, and int64 with whole-number bounds.
 absl::Status ClampInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "clamp";
@@ -334,16 +348,7 @@ T ClampOne(T x, T lo, T hi) {
 
 template <typename T>
 void ClampLoop(const TensorRef& out, const TensorRef& a, T lo, T hi) {
-  T* o = out.data_as<T>();
-  const T* x = a.data_as<const T>();
-  const int64_t n = ContiguousNumel(out);
-  if (n >= 0 && ContiguousNumel(a) == n) {
-    for (int64_t i = 0; i < n; ++i) o[i] = ClampOne(x[i], lo, hi);
-    return;
-  }
-  ForEachOffset<2>(
-      out.rank, out.sizes.data(), {out.strides.data(), a.strides.data()},
-      [&](const std::array<int64_t, 2>& off) { o[off[0]] = ClampOne(x[off[1]], lo, hi); });
+  MapLoop<T>(out, a, [lo, hi](T x) { return ClampOne(x, lo, hi); });
 }
 
 absl::Status ClampKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
@@ -354,6 +359,57 @@ absl::Status ClampKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* con
   } else {
     ClampLoop<int64_t>(out, *args[0].tensor, ScalarAs<int64_t>(*args[1].scalar),
                        ScalarAs<int64_t>(*args[2].scalar));
+  }
+  return absl::OkStatus();
+}
+
+// ---- pow ------------------------------------------------------------------------------------
+
+// pow(t a, number exponent): float32 to a float32 power; int64 to a non-negative int power (ATen
+// refuses negative ones for integers), wrapping on overflow.
+absl::Status PowInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "pow";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* a, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const Scalar* e, NumberArg(op, args, 1));
+  if (a->dtype == DType::kInt64) {
+    if (e->kind == Scalar::Kind::kDouble) {
+      return absl::UnimplementedError(absl::StrCat(
+          op, ": an int64 tensor to a floating-point power (", e->d,
+          ") has a float32 result in ATen; only int powers of int64 tensors are supported"));
+    }
+    if (ScalarAs<int64_t>(*e) < 0) {
+      return OpError(op, "an int64 tensor to the negative power ", ScalarAs<int64_t>(*e),
+                     ": integers to negative integer powers are not allowed");
+    }
+  }
+  results[0].layout = ContiguousLayout(a->dtype, Sizes(*a));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+int64_t PowInt(int64_t base, int64_t exponent) {
+  uint64_t result = 1;
+  uint64_t b = static_cast<uint64_t>(base);
+  for (uint64_t e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+    if (e & 1) result *= b;
+    b *= b;
+  }
+  return static_cast<int64_t>(result);
+}
+
+absl::Status PowKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& out = *results[0];
+  if (out.dtype == DType::kFloat32) {
+    const float e = ScalarAs<float>(*args[1].scalar);
+    if (e == 2.0f) {
+      MapLoop<float>(out, *args[0].tensor, [](float x) { return x * x; });
+    } else {
+      MapLoop<float>(out, *args[0].tensor, [e](float x) { return std::pow(x, e); });
+    }
+  } else {
+    const int64_t e = ScalarAs<int64_t>(*args[1].scalar);
+    MapLoop<int64_t>(out, *args[0].tensor, [e](int64_t x) { return PowInt(x, e); });
   }
   return absl::OkStatus();
 }
@@ -434,6 +490,7 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(RegisterUnary<Sqrt>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Rsqrt>(registry));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("clamp", 3, 3, 1, &ClampInfer, &ClampKernel)));
+  FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("pow", 2, 2, 1, &PowInfer, &PowKernel)));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("fill_", 2, 2, 1, &FillInfer, &FillKernel,
                                                      /*written_args=*/{0}, /*view_of=*/{0})));
   return registry.Register(

@@ -11,6 +11,7 @@
 //   <unary>_(t)                          in place: writes arg 0, result is a view of it
 //   clamp(t, number min, number max)     float32, and int64 with whole-number bounds; NaN stays
 //                                        NaN; min > max gives max
+//   pow(t, number exponent)              float32; int64 to a non-negative int power (wraps)
 //   fill_(t, number)                     in place
 //   copy_(t dst, t src)                  in place; src same dtype, broadcasts to dst
 //   matmul(t a, t b)                     float32; [..., m, k] x [..., k, n], batch broadcasting
@@ -31,6 +32,7 @@
 //   embedding(t weight, t indices)       out[i, ...] = weight[indices[i], ...]; indices int64 [n];
 //                                        an out-of-range index is a run-time InvalidArgument
 //   mean(t x, intlist dims, bool keepdim) float32; [] reduces every dim; empty reductions NaN
+//   sum(t x, intlist dims, bool keepdim)  float32; as mean, without the division; empty sums 0
 //   eq(t, number)                        bool result; any dtype
 //   where(t cond, t a, t b)              cond bool; a, b one dtype (any); all three broadcast
 //   to_dtype(t, int dtype)               cast to the DType numbered dtype (base/tensor.h)

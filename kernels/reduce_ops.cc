@@ -1,4 +1,5 @@
-// Reductions: mean over given dimensions (float32), as PyTorch's mean.dim.
+// Reductions over given dimensions (float32): mean and sum, as PyTorch's mean.dim and
+// sum.dim_IntList.
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -11,33 +12,37 @@
 namespace ferry::internal {
 namespace {
 
-constexpr absl::string_view kMean = "mean";
-
-// The reduced dimensions of a mean call as a mask over x's dimensions: `dims` normalized, each at
-// most once; an empty list reduces every dimension (PyTorch's mean.dim with dim=[]).
-absl::StatusOr<uint32_t> ReducedMask(const TensorRef& x, const std::vector<int64_t>& dims) {
+// The reduced dimensions of a reduction as a mask over x's dimensions: `dims` normalized, each at
+// most once; an empty list reduces every dimension (PyTorch's mean.dim and sum with dim=[]).
+absl::StatusOr<uint32_t> ReducedMask(absl::string_view op, const TensorRef& x,
+                                     const std::vector<int64_t>& dims) {
   if (dims.empty()) return x.rank == 0 ? 0u : (1u << x.rank) - 1;
   uint32_t mask = 0;
   for (int64_t raw : dims) {
     // A rank-0 tensor takes dim 0 or -1, as in PyTorch.
-    FERRY_ASSIGN_OR_RETURN(int d, NormalizeDim(kMean, 1, raw, x.rank == 0 ? 1 : x.rank));
+    FERRY_ASSIGN_OR_RETURN(int d, NormalizeDim(op, 1, raw, x.rank == 0 ? 1 : x.rank));
     if (x.rank == 0) continue;
     if (mask & (1u << d)) {
-      return OpError(kMean, "argument 1 ", ShapeString(dims), " names dim ", d, " twice");
+      return OpError(op, "argument 1 ", ShapeString(dims), " names dim ", d, " twice");
     }
     mask |= 1u << d;
   }
   return mask;
 }
 
-// mean(t x, intlist dims, bool keepdim) -> float32.
-absl::Status MeanInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
-  FERRY_RETURN_IF_ERROR(CheckArity(kMean, args, 3, 3, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(kMean, args, 0));
-  FERRY_RETURN_IF_ERROR(CheckDType(kMean, 0, *x, DType::kFloat32));
-  FERRY_ASSIGN_OR_RETURN(const std::vector<int64_t>* dims, IntListArg(kMean, args, 1));
-  FERRY_ASSIGN_OR_RETURN(int64_t keepdim, IntArg(kMean, args, 2));
-  FERRY_ASSIGN_OR_RETURN(uint32_t mask, ReducedMask(*x, *dims));
+constexpr char kMean[] = "mean";
+constexpr char kSum[] = "sum";
+
+// mean|sum(t x, intlist dims, bool keepdim) -> float32.
+template <const char* kOp>
+absl::Status ReduceInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = kOp;
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 3, 3, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
+  FERRY_ASSIGN_OR_RETURN(const std::vector<int64_t>* dims, IntListArg(op, args, 1));
+  FERRY_ASSIGN_OR_RETURN(int64_t keepdim, IntArg(op, args, 2));
+  FERRY_ASSIGN_OR_RETURN(uint32_t mask, ReducedMask(op, *x, *dims));
   std::vector<int64_t> sizes;
   for (int d = 0; d < x->rank; ++d) {
     if ((mask & (1u << d)) == 0) {
@@ -51,7 +56,11 @@ absl::Status MeanInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> 
   return absl::OkStatus();
 }
 
-absl::Status MeanKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+// Sums in double; mean divides by the count (an empty mean is NaN, an empty sum 0, as in
+// PyTorch).
+template <const char* kOp>
+absl::Status ReduceKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  constexpr bool kIsMean = kOp == kMean;
   const TensorRef& x = *args[0].tensor;
   const TensorRef& out = *results[0];
   const std::vector<int64_t>& dims = args[1].scalar->list;
@@ -102,7 +111,8 @@ absl::Status MeanKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* cons
   if (block > 0) {
     const FloatLoops& loops = Loops();
     ForEachOffset<2>(kept, kept_sizes, {kept_out, kept_x}, [&](const std::array<int64_t, 2>& k) {
-      o[k[0]] = static_cast<float>(loops.sum(xd + k[1], count) / static_cast<double>(count));
+      const double sum = loops.sum(xd + k[1], count);
+      o[k[0]] = static_cast<float>(kIsMean ? sum / static_cast<double>(count) : sum);
     });
     return absl::OkStatus();
   }
@@ -110,9 +120,12 @@ absl::Status MeanKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* cons
     double sum = 0.0;
     ForEachOffset<1>(reduced, red_sizes, {red_x},
                      [&](const std::array<int64_t, 1>& r) { sum += xd[k[1] + r[0]]; });
-    // An empty reduction is NaN, as in PyTorch.
-    o[k[0]] = count == 0 ? std::numeric_limits<float>::quiet_NaN()
-                         : static_cast<float>(sum / static_cast<double>(count));
+    if constexpr (kIsMean) {
+      o[k[0]] = count == 0 ? std::numeric_limits<float>::quiet_NaN()
+                           : static_cast<float>(sum / static_cast<double>(count));
+    } else {
+      o[k[0]] = static_cast<float>(sum);
+    }
   });
   return absl::OkStatus();
 }
@@ -120,7 +133,9 @@ absl::Status MeanKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* cons
 }  // namespace
 
 absl::Status RegisterReduceOps(OpRegistry& registry) {
-  return registry.Register(MakeSchema("mean", 3, 3, 1, &MeanInfer, &MeanKernel));
+  FERRY_RETURN_IF_ERROR(
+      registry.Register(MakeSchema(kMean, 3, 3, 1, &ReduceInfer<kMean>, &ReduceKernel<kMean>)));
+  return registry.Register(MakeSchema(kSum, 3, 3, 1, &ReduceInfer<kSum>, &ReduceKernel<kSum>));
 }
 
 }  // namespace ferry::internal

@@ -3,6 +3,8 @@
 // from constants read off the file by the reader; the others are refused with messages naming the
 // op, the backend or the external weights. The CLI plans and runs them, and a hand-made program
 // with bool and int32 inputs and outputs (tests/testing/pte_writer.h).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,9 +14,8 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -44,10 +45,11 @@ using ::ferry::testing::FloatBytes;
 using ::ferry::testing::FloatTensor;
 using ::ferry::testing::Int;
 using ::ferry::testing::Int32Tensor;
+using ::ferry::testing::IsOkAndHolds;
 using ::ferry::testing::KernelCall;
+using ::ferry::testing::MethodStatus;
 using ::ferry::testing::OneMethod;
 using ::ferry::testing::RunCli;
-using ::ferry::testing::MethodStatus;
 using ::ferry::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -644,6 +646,158 @@ TEST(ExecuTorchImportTest, CliRunsBoolAndInt32InputsAndOutputs) {
   EXPECT_NE(run({1, 2, 0, 0}, &text, &errors), cli::kExitOk);
   EXPECT_THAT(errors, HasSubstr("2 is not 0 or 1, and input \"input 0\" is bool"));
   std::filesystem::remove(path);
+}
+
+// The QNN llama's 27 metadata methods (no instructions; each returns the value the exporter
+// recorded) load and run beside the two QNN methods, which are refused. Expected values: the
+// stories260K model's published configuration (dim 64, 5 layers, 8 heads of which 4 key/value,
+// vocabulary 512) and the Llama tokenizer's BOS 1 and EOS 2.
+TEST(ExecuTorchProgramTest, QnnLlamaMetadataMethodsRun) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::Load(PtePath("pytorch__examples_qualcomm_oss_scripts_llama_"
+                                             "artifacts_stories260k_hybrid_llama_qnn.pte")));
+  const std::vector<std::string> names = program->method_names();
+  ASSERT_EQ(names.size(), 29u);
+  Runtime rt;
+  int ran = 0;
+  for (const std::string& name : names) {
+    absl::StatusOr<std::unique_ptr<Method>> m = rt.LoadMethod(*program, name);
+    if (name == "kv_forward" || name == "prefill_forward") {
+      EXPECT_THAT(m.status(), StatusIs(absl::StatusCode::kUnimplemented,
+                                       HasSubstr(absl::StrCat("method \"", name, "\""))));
+      continue;
+    }
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status();
+    ASSERT_OK((*m)->Execute());
+    ASSERT_GE((*m)->num_outputs(), 1u) << name;
+    ASSERT_OK_AND_ASSIGN(const Scalar* value, (*m)->OutputValue(0));
+    EXPECT_TRUE(value->is_number()) << name;
+    ++ran;
+  }
+  EXPECT_EQ(ran, 27);
+  auto int_of = [&](const std::string& name) -> int64_t {
+    absl::StatusOr<std::unique_ptr<Method>> m = rt.LoadMethod(*program, name);
+    EXPECT_TRUE(m.ok()) << m.status();
+    if (!m.ok() || !(*m)->Execute().ok()) return -1;
+    absl::StatusOr<int64_t> v = (*m)->OutputInt(0);
+    EXPECT_TRUE(v.ok()) << name << ": " << v.status();
+    return v.value_or(-1);
+  };
+  EXPECT_EQ(int_of("get_dim"), 64);
+  EXPECT_EQ(int_of("get_n_layers"), 5);
+  EXPECT_EQ(int_of("get_n_kv_heads"), 4);
+  EXPECT_EQ(int_of("get_head_dim"), 64 / 8);
+  EXPECT_EQ(int_of("get_vocab_size"), 512);
+  EXPECT_EQ(int_of("get_bos_id"), 1);
+  EXPECT_EQ(int_of("get_eos_id"), 2);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> kv, rt.LoadMethod(*program, "get_use_kv_cache"));
+  ASSERT_OK(kv->Execute());
+  EXPECT_THAT(kv->OutputBool(0), IsOkAndHolds(true));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> scale, rt.LoadMethod(*program, "get_logits_scale"));
+  ASSERT_OK(scale->Execute());
+  ASSERT_OK_AND_ASSIGN(double s, scale->OutputDouble(0));
+  EXPECT_GT(s, 0.0);  // a quantization scale
+  EXPECT_LT(s, 1.0);
+}
+
+// The dnf training programs' index methods: ExecuTorch's training convention returns, from
+// forward, the user's outputs, then one gradient per parameter, then the parameters; the index
+// methods say where each run starts and the FQN method names the parameters (a weight and a bias
+// per layer: one layer in the ECG demo, five in the test program).
+TEST(ExecuTorchProgramTest, DnfTrainingIndexMethodsRun) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  for (const auto& [file, layers] : {std::pair{"berndporr__ecg_filt_demo_dnf_executorch.pte", 1},
+                                     std::pair{"berndporr__test_dnf_executorch5.pte", 5}}) {
+    SCOPED_TRACE(file);
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::Load(PtePath(file)));
+    Runtime rt;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> fqn,
+                         rt.LoadMethod(*program, "__et_training_fqn_forward"));
+    ASSERT_OK(fqn->Execute());
+    ASSERT_EQ(fqn->num_outputs(), 2u * layers);
+    for (int l = 0; l < layers; ++l) {
+      EXPECT_THAT(fqn->OutputString(2 * l),
+                  IsOkAndHolds(absl::string_view(absl::StrCat("net.seq.Layer", l, ".weight"))));
+      EXPECT_THAT(fqn->OutputString(2 * l + 1),
+                  IsOkAndHolds(absl::string_view(absl::StrCat("net.seq.Layer", l, ".bias"))));
+    }
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> gradients,
+                         rt.LoadMethod(*program, "__et_training_gradients_index_forward"));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> parameters,
+                         rt.LoadMethod(*program, "__et_training_parameters_index_forward"));
+    ASSERT_OK(gradients->Execute());
+    ASSERT_OK(parameters->Execute());
+    ASSERT_OK_AND_ASSIGN(int64_t g, gradients->OutputInt(0));
+    ASSERT_OK_AND_ASSIGN(int64_t p, parameters->OutputInt(0));
+    EXPECT_EQ(p - g, 2 * layers);  // one gradient per parameter
+  }
+}
+
+// The dnf ECG demo's forward: one tanh layer trained on a squared error, its weight and bias as
+// mutable state with initial data. Expected values from those initial weights (read off the file
+// by the reader) in double: y = tanh(b + x . W), e = t - y, loss = e^2, and the gradients of
+// the loss, dW = -2 e (1 - y^2) x and db = -2 e (1 - y^2). Outputs: loss, y, e, dW, db, W, b.
+TEST(ExecuTorchProgramTest, DnfTrainingForwardRunsFromItsMutableState) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::string file = "berndporr__ecg_filt_demo_dnf_executorch.pte";
+  const std::vector<uint8_t> bytes = ReadPte(file);
+  ASSERT_OK_AND_ASSIGN(EtProgram et, ReadExecuTorchProgram(bytes));
+  const EtMethod* forward = nullptr;
+  for (const EtMethod& m : et.methods) {
+    if (m.name == "forward") forward = &m;
+  }
+  ASSERT_NE(forward, nullptr);
+  const std::vector<float> w = Floats(forward->values[0].tensor.data.bytes);
+  const std::vector<float> b = Floats(forward->values[1].tensor.data.bytes);
+  ASSERT_EQ(w.size(), 50u);
+  ASSERT_EQ(b.size(), 1u);
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::Load(PtePath(file)));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> m, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x(50);
+  for (int i = 0; i < 50; ++i) x[i] = 0.02f * static_cast<float>(i % 7) - 0.05f;
+  std::vector<float> t = {0.3f};
+  ASSERT_OK(m->SetInput(0, TensorView::Host(DType::kFloat32, {1, 50}, x.data())));
+  ASSERT_OK(m->SetInput(1, TensorView::Host(DType::kFloat32, {1}, t.data())));
+  double z = b[0];
+  for (int i = 0; i < 50; ++i) z += double{x[i]} * w[i];
+  const double y = std::tanh(z);
+  const double e = t[0] - y;
+  const double dz = -2 * e * (1 - y * y);
+  for (int call = 0; call < 2; ++call) {  // the state is read, not written: the same twice
+    SCOPED_TRACE(absl::StrCat("call ", call));
+    ASSERT_OK(m->Execute());
+    ASSERT_EQ(m->num_outputs(), 7u);
+    EXPECT_NEAR(m->Output(0).data_as<float>()[0], e * e, 1e-6);
+    EXPECT_NEAR(m->Output(1).data_as<float>()[0], y, 1e-6);
+    EXPECT_NEAR(m->Output(2).data_as<float>()[0], e, 1e-6);
+    for (int i = 0; i < 50; ++i) {
+      EXPECT_NEAR(m->Output(3).data_as<float>()[i], dz * x[i], 1e-6) << i;
+      EXPECT_EQ(m->Output(5).data_as<float>()[i], w[i]) << i;
+    }
+    EXPECT_NEAR(m->Output(4).data_as<float>()[0], dz, 1e-6);
+    EXPECT_EQ(m->Output(6).data_as<float>()[0], b[0]);
+  }
+  // The five-layer program's forward loads and runs too.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> five,
+                       Program::Load(PtePath("berndporr__test_dnf_executorch5.pte")));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> deep, rt.LoadMethod(*five, "forward"));
+  std::vector<std::vector<float>> inputs;
+  for (size_t i = 0; i < deep->num_inputs(); ++i) {
+    const IoInfo& io = deep->plan().inputs[i];
+    ASSERT_TRUE(io.is_tensor());
+    inputs.emplace_back(io.bytes / sizeof(float), 0.1f);
+    ASSERT_OK(deep->SetInput(i, TensorView::Host(io.dtype, io.sizes, inputs.back().data())));
+  }
+  ASSERT_OK(deep->Execute());
+  for (size_t o = 0; o < deep->num_outputs(); ++o) {
+    const TensorView out = deep->Output(o);
+    for (int64_t k = 0; k < out.numel(); ++k) {
+      EXPECT_TRUE(std::isfinite(out.data_as<float>()[k])) << "output " << o << ", element " << k;
+    }
+  }
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -5,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "ferry/kernels/op_registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/kernels/op_registry.h"
 #include "tests/kernels/op_test_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -424,6 +425,61 @@ TEST(ClampTest, RejectsWrongArguments) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clamp: argument 1")));
   EXPECT_THAT(InferOnly(Op("clamp"), {T(x), S(one)}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clamp: expected 3 arguments")));
+}
+
+// ---- pow ----------------------------------------------------------------------------------
+
+TEST(PowTest, FloatPowersAgainstDoublePrecision) {
+  TestTensor base = TestTensor::Filled(DType::kFloat32, {4, 6}, 5);
+  TensorRef view = base.View({3, 4}, {1, 6});  // transposed slice: the strided path
+  for (double e : {2.0, 3.0, 0.5, -1.0, 1.7}) {
+    SCOPED_TRACE(e);
+    const Scalar exponent = Scalar::Double(e);
+    TensorRef whole = base.ref();
+    for (TensorRef* operand : {&whole, &view}) {
+      const TensorRef& x = *operand;
+      OpRun run = RunOp(Op("pow"), {T(*operand), S(exponent)});
+      ASSERT_OK(run.infer_status);
+      ASSERT_OK(run.kernel_status);
+      ForEachIndex(SizesOf(x), [&](const Index& idx) {
+        const double v = Get(x, idx);
+        const double want = std::pow(v, e);
+        const double got = Get(run.results[0], idx);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << v;  // a negative base to a fractional power
+        } else {
+          EXPECT_NEAR(got, want, 1e-6 * std::max(1.0, std::fabs(want))) << v;
+        }
+      });
+    }
+  }
+}
+
+TEST(PowTest, Int64ToIntPowersWrap) {
+  TestTensor i = TestTensor::Int({5}, {-3, -1, 0, 2, int64_t{1} << 32});
+  OpRun run = RunOp(Op("pow"), {T(i), S(Scalar::Int(3))});
+  ASSERT_OK(run.infer_status);
+  ASSERT_OK(run.kernel_status);
+  EXPECT_EQ(run.results[0].dtype, DType::kInt64);
+  EXPECT_EQ(GetInt(run.results[0], {0}), -27);
+  EXPECT_EQ(GetInt(run.results[0], {1}), -1);
+  EXPECT_EQ(GetInt(run.results[0], {2}), 0);
+  EXPECT_EQ(GetInt(run.results[0], {3}), 8);
+  EXPECT_EQ(GetInt(run.results[0], {4}), 0);  // 2^96 mod 2^64
+  OpRun zero = RunOp(Op("pow"), {T(i), S(Scalar::Int(0))});
+  ASSERT_OK(zero.kernel_status);
+  for (int64_t k = 0; k < 5; ++k) EXPECT_EQ(GetInt(zero.results[0], {k}), 1);  // 0^0 is 1
+}
+
+TEST(PowTest, RejectsWhatATenWouldNotGiveAnInt64) {
+  TestTensor i = TestTensor::Int({2}, {1, 2});
+  EXPECT_THAT(InferOnly(Op("pow"), {T(i), S(Scalar::Int(-1))}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("integers to negative integer powers are not allowed")));
+  EXPECT_THAT(InferOnly(Op("pow"), {T(i), S(Scalar::Double(0.5))}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("float32 result in ATen")));
+  EXPECT_THAT(InferOnly(Op("pow"), {T(i), S(Scalar::IntList({2}))}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be a number")));
 }
 
 // ---- fill_, copy_ -------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// mean against a naive sum over the reduced dimensions.
+// mean and sum against a naive sum over the reduced dimensions.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -28,17 +28,19 @@ using ::ferry::testing::T;
 using ::ferry::testing::TestTensor;
 using ::testing::HasSubstr;
 
-const OpSchema& Mean() {
+const OpSchema& Reduction(const char* name) {
   static const OpRegistry* registry = new OpRegistry(OpRegistry::WithBuiltIns());
-  const OpSchema* s = registry->Find("mean");
+  const OpSchema* s = registry->Find(name);
   EXPECT_NE(s, nullptr);
   return *s;
 }
+const OpSchema& Mean() { return Reduction("mean"); }
+const OpSchema& Sum() { return Reduction("sum"); }
 
 // The mean of x over the dims in `reduced` (a flag per dim), at every index of the kept dims,
 // computed by walking all of x and summing into the matching output cell.
 void ExpectMean(const TensorRef& out, const TensorRef& x, const std::vector<bool>& reduced,
-                bool keepdim) {
+                bool keepdim, bool divide = true) {
   std::vector<int64_t> kept_sizes;
   int64_t count = 1;
   for (int d = 0; d < x.rank; ++d) {
@@ -63,7 +65,7 @@ void ExpectMean(const TensorRef& out, const TensorRef& x, const std::vector<bool
       }
       sum += Get(x, i);
     });
-    EXPECT_NEAR(Get(out, o), sum / count, 1e-5) << absl::StrJoin(o, ",");
+    EXPECT_NEAR(Get(out, o), divide ? sum / count : sum, 1e-5) << absl::StrJoin(o, ",");
   });
 }
 
@@ -89,6 +91,42 @@ TEST(MeanTest, EverySetOfDimsWithAndWithoutKeepdim) {
       ExpectMean(run.results[0], x.ref(), reduced, keepdim);
     }
   }
+}
+
+TEST(SumTest, EverySetOfDimsWithAndWithoutKeepdim) {
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {2, 3, 4}, 7);
+  for (const std::vector<int64_t>& dims :
+       std::vector<std::vector<int64_t>>{{}, {0}, {-1}, {0, 2}, {1, 2}, {0, 1, 2}}) {
+    std::vector<bool> reduced(3, dims.empty());
+    for (int64_t d : dims) reduced[d < 0 ? d + 3 : d] = true;
+    for (bool keepdim : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("dims [", absl::StrJoin(dims, ","), "] keepdim ", keepdim));
+      const Scalar dim_list = Scalar::IntList(dims);
+      const Scalar keep = Scalar::Bool(keepdim);
+      OpRun run = RunOp(Sum(), {T(x), S(dim_list), S(keep)});
+      ASSERT_OK(run.infer_status);
+      ASSERT_OK(run.kernel_status);
+      ExpectMean(run.results[0], x.ref(), reduced, keepdim, /*divide=*/false);
+    }
+  }
+  // Strided: the transpose of a [4, 3].
+  TestTensor base = TestTensor::Filled(DType::kFloat32, {4, 3}, 2);
+  TensorRef t = base.View({3, 4}, {1, 3});
+  OpRun strided = RunOp(Sum(), {T(t), S(Scalar::IntList({1})), S(Scalar::Bool(false))});
+  ASSERT_OK(strided.kernel_status);
+  ExpectMean(strided.results[0], t, {false, true}, false, /*divide=*/false);
+}
+
+TEST(SumTest, EmptySumIsZeroAndOnlyFloat32IsSummed) {
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {2, 0});
+  OpRun run = RunOp(Sum(), {T(x), S(Scalar::IntList({1})), S(Scalar::Bool(false))});
+  ASSERT_OK(run.kernel_status);
+  EXPECT_EQ(Get(run.results[0], {0}), 0.0);
+  EXPECT_EQ(Get(run.results[0], {1}), 0.0);
+  TestTensor i = TestTensor::Filled(DType::kInt64, {2, 3});
+  EXPECT_THAT(InferOnly(Sum(), {T(i), S(Scalar::IntList({0})), S(Scalar::Bool(false))}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "sum: argument 0 has dtype int64, expected float32"));
 }
 
 TEST(MeanTest, StridedInputAndResult) {

@@ -1,6 +1,7 @@
 // ExecuTorch's elementwise ops, onto kernels/elementwise_ops.cc.
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -22,6 +23,51 @@ absl::Status ImportBinary(MethodImporter& m, absl::Span<const int32_t> args, int
   FERRY_ASSIGN_OR_RETURN(ValueId b, m.ReadTensor(args[1]));
   FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
   m.AddNode(kOp, {a, b}, r);
+  return absl::OkStatus();
+}
+
+// add/sub.Scalar_out (self, other, alpha), mul/div.Scalar_out (self, other): Ferry's binary ops
+// with a number operand.
+template <const char* kOp, bool kAlpha>
+absl::Status ImportBinaryScalar(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  if constexpr (kAlpha) FERRY_RETURN_IF_ERROR(m.RequireOne(args[2], "alpha"));
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  FERRY_ASSIGN_OR_RETURN(Scalar other, m.NumberValue(args[1], "other"));
+  const ValueId b = m.AddScalar(std::move(other), absl::StrCat("value ", args[1]));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode(kOp, {a, b}, r);
+  return absl::OkStatus();
+}
+
+// pow.Tensor_Scalar_out(self, exponent).
+absl::Status ImportPowTensorScalar(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  FERRY_ASSIGN_OR_RETURN(Scalar exponent, m.NumberValue(args[1], "exponent"));
+  const ValueId e = m.AddScalar(std::move(exponent), absl::StrCat("value ", args[1]));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode("pow", {a, e}, r);
+  return absl::OkStatus();
+}
+
+// full_like.out(self, fill_value, memory_format): a tensor of self's shape and out's dtype, every
+// element fill_value: a copy of self (cast to out's dtype when it differs) filled in place.
+absl::Status ImportFullLike(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(TensorMeta from, m.MetaOf(args[0]));
+  FERRY_ASSIGN_OR_RETURN(TensorMeta to, m.MetaOf(out));
+  FERRY_ASSIGN_OR_RETURN(Scalar fill, m.NumberValue(args[1], "fill_value"));
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  to.dim_order.clear();
+  const ValueId base = m.NewIntermediate(out, to, "full_like's tensor");
+  if (from.dtype == to.dtype) {
+    m.AddNode("clone", {a}, base);
+  } else {
+    const ValueId dtype = m.AddScalar(Scalar::Int(static_cast<int64_t>(to.dtype)),
+                                      absl::StrCat("instruction ", m.instruction(), " dtype"));
+    m.AddNode("to_dtype", {a, dtype}, base);
+  }
+  const ValueId v = m.AddScalar(std::move(fill), absl::StrCat("value ", args[1]));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode("fill_", {base, v}, r);
   return absl::OkStatus();
 }
 
@@ -112,6 +158,12 @@ absl::Span<const EtOpMapping> ElementwiseEtOps() {
       {"aten::sub.out", 3, &ImportBinary<kSub, true>},
       {"aten::mul.out", 2, &ImportBinary<kMul, false>},
       {"aten::div.out", 2, &ImportBinary<kDiv, false>},
+      {"aten::add.Scalar_out", 3, &ImportBinaryScalar<kAdd, true>},
+      {"aten::sub.Scalar_out", 3, &ImportBinaryScalar<kSub, true>},
+      {"aten::mul.Scalar_out", 2, &ImportBinaryScalar<kMul, false>},
+      {"aten::div.Scalar_out", 2, &ImportBinaryScalar<kDiv, false>},
+      {"aten::pow.Tensor_Scalar_out", 2, &ImportPowTensorScalar},
+      {"aten::full_like.out", 3, &ImportFullLike},
       {"aten::relu.out", 1, &ImportUnary<kRelu>},
       {"aten::neg.out", 1, &ImportUnary<kNeg>},
       {"aten::abs.out", 1, &ImportUnary<kAbs>},

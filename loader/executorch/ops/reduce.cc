@@ -15,9 +15,13 @@ namespace {
 
 constexpr int64_t kEtFloat = 6;  // ExecuTorch's ScalarType for float32
 
-// mean.out(self, dim or None, keepdim, dtype or None): None dims reduce every dim; dtype must be
-// None or float32.
-absl::Status ImportMean(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+constexpr char kMean[] = "mean";
+constexpr char kSum[] = "sum";
+
+// mean.out and sum.IntList_out (self, dim or None, keepdim, dtype or None): None dims reduce
+// every dim; dtype must be None or float32.
+template <const char* kOp>
+absl::Status ImportReduce(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
   std::vector<int64_t> dims;
   if (m.value(args[1]).kind != EtValueKind::kNull) {
     FERRY_ASSIGN_OR_RETURN(dims, m.IntList(args[1], "dim"));
@@ -26,9 +30,8 @@ absl::Status ImportMean(MethodImporter& m, absl::Span<const int32_t> args, int32
   if (m.value(args[3]).kind != EtValueKind::kNull) {
     FERRY_ASSIGN_OR_RETURN(int64_t dtype, m.IntValue(args[3], "dtype"));
     if (dtype != kEtFloat) {
-      return m.Unimplemented(absl::StrCat("dtype is ",
-                                          EtScalarTypeName(static_cast<int8_t>(dtype)),
-                                          "; only a float32 mean is supported"));
+      return m.Unimplemented(absl::StrCat("dtype is ", EtScalarTypeName(static_cast<int8_t>(dtype)),
+                                          "; only a float32 ", kOp, " is supported"));
     }
   }
   FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
@@ -36,7 +39,7 @@ absl::Status ImportMean(MethodImporter& m, absl::Span<const int32_t> args, int32
                                 absl::StrCat("instruction ", m.instruction(), " dims"));
   const ValueId k = m.AddScalar(Scalar::Bool(keepdim), absl::StrCat("value ", args[2]));
   FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode("mean", {a, d, k}, r);
+  m.AddNode(kOp, {a, d, k}, r);
   return absl::OkStatus();
 }
 
@@ -44,7 +47,8 @@ absl::Status ImportMean(MethodImporter& m, absl::Span<const int32_t> args, int32
 
 absl::Span<const EtOpMapping> ReduceEtOps() {
   static constexpr EtOpMapping kOps[] = {
-      {"aten::mean.out", 4, &ImportMean},
+      {"aten::mean.out", 4, &ImportReduce<kMean>},
+      {"aten::sum.IntList_out", 4, &ImportReduce<kSum>},
   };
   return kOps;
 }

@@ -17,7 +17,7 @@
 namespace ferry::internal {
 namespace {
 
-// clone(self, memory_format).
+// clone(self, memory_format) and alias_copy(self): a fresh copy of self.
 absl::Status ImportClone(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
   return m.MapUnary("clone", args[0], out);
 }
@@ -132,6 +132,7 @@ absl::Status ImportCat(MethodImporter& m, absl::Span<const int32_t> args, int32_
 absl::Span<const EtOpMapping> ShapeEtOps() {
   static constexpr EtOpMapping kOps[] = {
       {"aten::clone.out", 2, &ImportClone},
+      {"aten::alias_copy.out", 1, &ImportClone},
       {"aten::permute_copy.out", 2, &ImportPermuteCopy},
       {"aten::view_copy.out", 2, &ImportViewCopy},
       {"aten::expand_copy.out", 3, &ImportExpandCopy},

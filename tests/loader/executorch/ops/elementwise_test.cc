@@ -1,8 +1,9 @@
 // The ExecuTorch mappings of the elementwise ops (loader/executorch/ops/elementwise.cc): add, sub,
 // mul, div, relu and the unary ops (neg, abs, exp, log, sin, cos, tanh, sigmoid, silu, sqrt,
-// rsqrt, gelu), clamp and hardtanh imported from a .pte file and run against values computed here
-// in double; an alpha other than 1, gelu's tanh form and a clamp without bounds refused naming
-// the instruction. copy and copy_ are run in index_test.cc.
+// rsqrt, gelu), clamp and hardtanh, the Scalar overloads of add, sub, mul and div, pow with a
+// scalar exponent and full_like imported from a .pte file and run against values computed here in
+// double; an alpha other than 1, gelu's tanh form and a clamp without bounds refused naming the
+// instruction. copy and copy_ are run in index_test.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -26,12 +27,13 @@ namespace {
 
 using ::ferry::testing::Double;
 using ::ferry::testing::FloatTensor;
+using ::ferry::testing::ImportMethodStatus;
 using ::ferry::testing::Int;
+using ::ferry::testing::Int64Tensor;
 using ::ferry::testing::KernelCall;
+using ::ferry::testing::MethodStatus;
 using ::ferry::testing::OneMethod;
 using ::ferry::testing::ReusedOut;
-using ::ferry::testing::ImportMethodStatus;
-using ::ferry::testing::MethodStatus;
 using ::ferry::testing::StatusIs;
 using ::ferry::testing::ThroughFile;
 using ::testing::HasSubstr;
@@ -185,6 +187,68 @@ TEST(EtElementwiseOps, ClampAndHardtanhRunAgainstANaiveReference) {
     EXPECT_EQ(method->Output(1).data_as<float>()[k], std::min(std::max(v, -1.0), 2.0)) << k;
     EXPECT_EQ(method->Output(2).data_as<float>()[k], std::min(std::max(v, -1.0), 1.0)) << k;
   }
+}
+
+// x [2, 3]: add/sub/mul/div with a number, pow(x, 2) and pow(x, 0.5) of |x|, full_like(x, 1.5)
+// and full_like to int64 (out's dtype).
+TEST(EtElementwiseOps, ScalarOverloadsPowAndFullLikeRunAgainstANaiveReference) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({2, 3}),  // 0 x
+          Double(0.5),          // 1
+          Int(1),               // 2 alpha
+          Int(3),               // 3
+          FloatTensor({2, 3}),  // 4 x + 0.5
+          FloatTensor({2, 3}),  // 5 x - 3
+          FloatTensor({2, 3}),  // 6 x * 3
+          FloatTensor({2, 3}),  // 7 x / 0.5
+          Int(2),               // 8
+          FloatTensor({2, 3}),  // 9 x ** 2
+          FloatTensor({2, 3}),  // 10 |x|
+          FloatTensor({2, 3}),  // 11 |x| ** 0.5
+          Double(1.5),          // 12
+          EtValue{},            // 13 memory_format None
+          FloatTensor({2, 3}),  // 14 full_like 1.5
+          Int64Tensor({2, 3}),  // 15 full_like 3 as int64
+      },
+      {0}, {4, 5, 6, 7, 9, 11, 14, 15},
+      {{"aten::add", "Scalar_out"},
+       {"aten::sub", "Scalar_out"},
+       {"aten::mul", "Scalar_out"},
+       {"aten::div", "Scalar_out"},
+       {"aten::pow", "Tensor_Scalar_out"},
+       {"aten::abs", "out"},
+       {"aten::full_like", "out"}},
+      {
+          KernelCall(0, {0, 1, 2, 4, 4}),
+          KernelCall(1, {0, 3, 2, 5, 5}),
+          KernelCall(2, {0, 3, 6, 6}),
+          KernelCall(3, {0, 1, 7, 7}),
+          KernelCall(4, {0, 8, 9, 9}),
+          KernelCall(5, {0, 10, 10}),
+          KernelCall(4, {10, 1, 11, 11}),
+          KernelCall(6, {0, 12, 13, 14, 14}),
+          KernelCall(6, {0, 3, 13, 15, 15}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {1.5f, -2.0f, 0.0f, 3.25f, -0.5f, 4.0f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  for (int k = 0; k < 6; ++k) {
+    const double v = x[k];
+    SCOPED_TRACE(absl::StrCat("element ", k));
+    EXPECT_NEAR(method->Output(0).data_as<float>()[k], v + 0.5, 1e-6);
+    EXPECT_NEAR(method->Output(1).data_as<float>()[k], v - 3, 1e-6);
+    EXPECT_NEAR(method->Output(2).data_as<float>()[k], v * 3, 1e-6);
+    EXPECT_NEAR(method->Output(3).data_as<float>()[k], v / 0.5, 1e-6);
+    EXPECT_NEAR(method->Output(4).data_as<float>()[k], v * v, 1e-6);
+    EXPECT_NEAR(method->Output(5).data_as<float>()[k], std::sqrt(std::fabs(v)), 1e-6);
+    EXPECT_EQ(method->Output(6).data_as<float>()[k], 1.5f);
+    EXPECT_EQ(method->Output(7).data_as<int64_t>()[k], 3);
+  }
+  EXPECT_EQ(method->Output(7).dtype(), DType::kInt64);
 }
 
 TEST(EtElementwiseOps, ClampWithoutBoundsIsRefused) {

@@ -31,6 +31,12 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
                                              {"aten::sub.out", 3},
                                              {"aten::mul.out", 2},
                                              {"aten::div.out", 2},
+                                             {"aten::add.Scalar_out", 3},
+                                             {"aten::sub.Scalar_out", 3},
+                                             {"aten::mul.Scalar_out", 2},
+                                             {"aten::div.Scalar_out", 2},
+                                             {"aten::pow.Tensor_Scalar_out", 2},
+                                             {"aten::full_like.out", 3},
                                              {"aten::relu.out", 1},
                                              {"aten::neg.out", 1},
                                              {"aten::abs.out", 1},
@@ -55,6 +61,7 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
                                              {"aten::_softmax.out", 3}}));
   EXPECT_THAT(RowsOf(ShapeEtOps()),
               UnorderedElementsAreArray(Rows{{"aten::clone.out", 2},
+                                             {"aten::alias_copy.out", 1},
                                              {"aten::permute_copy.out", 2},
                                              {"aten::view_copy.out", 2},
                                              {"aten::expand_copy.out", 3},
@@ -68,7 +75,8 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
                                              {"dim_order_ops::_clone_dim_order.out", 3},
                                              {"aten::eq.Scalar_out", 2},
                                              {"aten::where.self_out", 3}}));
-  EXPECT_THAT(RowsOf(ReduceEtOps()), UnorderedElementsAreArray(Rows{{"aten::mean.out", 4}}));
+  EXPECT_THAT(RowsOf(ReduceEtOps()),
+              UnorderedElementsAreArray(Rows{{"aten::mean.out", 4}, {"aten::sum.IntList_out", 4}}));
   EXPECT_THAT(RowsOf(IndexEtOps()), UnorderedElementsAreArray(Rows{{"aten::index_put.out", 4},
                                                                    {"aten::index_put_", 4}}));
   EXPECT_THAT(RowsOf(ExporterCopyEtOps()),
@@ -97,7 +105,7 @@ TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
       EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
     }
   }
-  EXPECT_EQ(rows, 43u);
+  EXPECT_EQ(rows, 51u);
   EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
   EXPECT_EQ(FindEtOp("aten::convolution.out"), nullptr);
   EXPECT_EQ(FindEtOp(""), nullptr);

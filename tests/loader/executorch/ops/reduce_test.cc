@@ -1,6 +1,6 @@
-// The ExecuTorch mapping of mean (loader/executorch/ops/reduce.cc): over some dims with keepdim and
-// over all of them, run against values computed here; a mean to another dtype refused naming the
-// instruction.
+// The ExecuTorch mappings of mean and sum (loader/executorch/ops/reduce.cc): over some dims with
+// keepdim and over all of them, run against values computed here; a reduction to another dtype
+// refused naming the instruction.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -63,6 +63,39 @@ TEST(EtReduceOps, MeanRunsAgainstANaiveReference) {
     EXPECT_NEAR(method->Output(0).data_as<float>()[i], sum / 3, 1e-6) << "row " << i;
   }
   EXPECT_NEAR(method->Output(1).data_as<float>()[0], total / 6, 1e-6);
+}
+
+// x [2, 3]: cols = sum(x, [0], keepdim false); all = sum(x, None).
+TEST(EtReduceOps, SumRunsAgainstANaiveReference) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({2, 3}),  // 0 x
+          Int(0),               // 1
+          IntList({1}),         // 2 [0]
+          Bool(false),          // 3 keepdim
+          EtValue{},            // 4 None
+          FloatTensor({3}),     // 5 cols
+          FloatTensor({}),      // 6 all
+      },
+      {0}, {5, 6}, {{"aten::sum", "IntList_out"}},
+      {
+          KernelCall(0, {0, 2, 3, 4, 5, 5}),
+          KernelCall(0, {0, 4, 3, 4, 6, 6}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 3.0f, 0.5f, 0.25f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  ASSERT_THAT(method->Output(0).sizes(), ElementsAre(3));
+  double total = 0;
+  for (int k = 0; k < 3; ++k) {
+    const double col = double{x[k]} + x[3 + k];
+    total += col;
+    EXPECT_NEAR(method->Output(0).data_as<float>()[k], col, 1e-6) << "column " << k;
+  }
+  EXPECT_NEAR(method->Output(1).data_as<float>()[0], total, 1e-6);
 }
 
 TEST(EtReduceOps, AMeanToAnotherDtypeIsRefused) {
