@@ -1,11 +1,13 @@
 #include "ferry/base/tensor.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ferry/base/float16.h"
 
 namespace ferry {
 namespace {
@@ -32,11 +34,58 @@ size_t DTypeSize(DType dtype) {
       return 1;
     case DType::kInt32:
       return 4;
+    case DType::kInt8:
+    case DType::kUInt8:
+      return 1;
+    case DType::kInt16:
+    case DType::kUInt16:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return 2;
+    case DType::kFloat64:
+      return 8;
   }
   return 0;
 }
 
 bool IsKnownDType(DType dtype) { return DTypeSize(dtype) != 0; }
+
+namespace {
+template <typename T>
+T LoadUnaligned(const void* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+}  // namespace
+
+double ElementAsDouble(DType dtype, const void* p) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return LoadUnaligned<float>(p);
+    case DType::kInt64:
+      return static_cast<double>(LoadUnaligned<int64_t>(p));
+    case DType::kBool:
+      return LoadUnaligned<uint8_t>(p) != 0 ? 1.0 : 0.0;
+    case DType::kInt32:
+      return LoadUnaligned<int32_t>(p);
+    case DType::kInt8:
+      return LoadUnaligned<int8_t>(p);
+    case DType::kUInt8:
+      return LoadUnaligned<uint8_t>(p);
+    case DType::kInt16:
+      return LoadUnaligned<int16_t>(p);
+    case DType::kUInt16:
+      return LoadUnaligned<uint16_t>(p);
+    case DType::kFloat16:
+      return Float16ToFloat(LoadUnaligned<uint16_t>(p));
+    case DType::kBFloat16:
+      return BFloat16ToFloat(LoadUnaligned<uint16_t>(p));
+    case DType::kFloat64:
+      return LoadUnaligned<double>(p);
+  }
+  return 0.0;
+}
 
 const char* DTypeName(DType dtype) {
   switch (dtype) {
@@ -48,6 +97,20 @@ const char* DTypeName(DType dtype) {
       return "bool";
     case DType::kInt32:
       return "int32";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt16:
+      return "int16";
+    case DType::kUInt16:
+      return "uint16";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }

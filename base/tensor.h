@@ -29,16 +29,40 @@
 namespace ferry {
 
 // The numbers are stored in program files (loader/ferry/schema/program.fbs): new dtypes are
-// appended. Ops support float32 and int64 unless their schema says otherwise; bool (one byte, 0 or
-// 1) and int32 are carried by copies and views and produced by comparisons and casts.
-enum class DType : uint8_t { kFloat32 = 0, kInt64 = 1, kBool = 2, kInt32 = 3 };
+// appended. Ops support float32 and int64 unless their schema says otherwise; the others (bool,
+// one byte, 0 or 1; the narrower and unsigned integers; float16 and bfloat16, base/float16.h;
+// float64) are carried by copies and views, compared, selected and cast, and refused at load by
+// the other ops, naming the op, the argument and the dtype.
+enum class DType : uint8_t {
+  kFloat32 = 0,
+  kInt64 = 1,
+  kBool = 2,
+  kInt32 = 3,
+  kInt8 = 4,
+  kUInt8 = 5,
+  kInt16 = 6,
+  kUInt16 = 7,
+  kFloat16 = 8,
+  kBFloat16 = 9,
+  kFloat64 = 10,
+};
+inline constexpr int kNumDTypes = 11;
 
 // Whether `dtype` is one of the values above (a DType read from bytes may be anything).
 bool IsKnownDType(DType dtype);
 
-// Bytes per element; "float32", "int64", "bool", "int32".
+// Bytes per element; "float32", "int64", "bool", "int32", "int8", "uint8", "int16", "uint16",
+// "float16", "bfloat16", "float64".
 size_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
+// The element at `p` (DTypeSize(dtype) bytes, any alignment) as a double: exact for every dtype
+// but the int64 values beyond 2^53; bool is 0 or 1.
+double ElementAsDouble(DType dtype, const void* p);
+// float32, float64, float16 or bfloat16.
+inline bool IsFloatDType(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kFloat16 ||
+         dtype == DType::kBFloat16;
+}
 
 inline constexpr int kMaxRank = 8;
 

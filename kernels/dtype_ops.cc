@@ -1,13 +1,15 @@
 // Host ops that produce or consume other dtypes than their arguments': eq (a comparison with a
 // number, giving bool), where (a selection by a bool condition) and to_dtype (a cast).
 //
-// They take every dtype (float32, int64, bool, int32). Results are row-major contiguous.
+// They take every dtype (base/tensor.h DType); float16 and bfloat16 are computed in float.
+// Results are row-major contiguous.
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#include "ferry/base/float16.h"
 #include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
@@ -15,7 +17,19 @@
 namespace ferry::internal {
 namespace {
 
-// Calls f(T{}) with T the C++ type of `dtype` (bool elements are uint8_t 0 or 1).
+// Element types with their own meaning over a C++ storage type: bool (one byte, 0 or 1), and the
+// 16-bit floats (their bits).
+struct BoolElem {
+  uint8_t v;
+};
+struct HalfElem {
+  uint16_t bits;
+};
+struct BF16Elem {
+  uint16_t bits;
+};
+
+// Calls f(T{}) with T the element type of `dtype`.
 template <typename F>
 void Dispatch(DType dtype, F&& f) {
   switch (dtype) {
@@ -24,9 +38,37 @@ void Dispatch(DType dtype, F&& f) {
     case DType::kInt64:
       return f(int64_t{});
     case DType::kBool:
-      return f(uint8_t{});
+      return f(BoolElem{});
     case DType::kInt32:
       return f(int32_t{});
+    case DType::kInt8:
+      return f(int8_t{});
+    case DType::kUInt8:
+      return f(uint8_t{});
+    case DType::kInt16:
+      return f(int16_t{});
+    case DType::kUInt16:
+      return f(uint16_t{});
+    case DType::kFloat16:
+      return f(HalfElem{});
+    case DType::kBFloat16:
+      return f(BF16Elem{});
+    case DType::kFloat64:
+      return f(double{});
+  }
+}
+
+// An element as the number it holds: bool as 0 or 1, the 16-bit floats as float.
+template <typename T>
+auto Widen(T x) {
+  if constexpr (std::is_same_v<T, BoolElem>) {
+    return static_cast<uint8_t>(x.v != 0 ? 1 : 0);
+  } else if constexpr (std::is_same_v<T, HalfElem>) {
+    return Float16ToFloat(x.bits);
+  } else if constexpr (std::is_same_v<T, BF16Elem>) {
+    return BFloat16ToFloat(x.bits);
+  } else {
+    return x;
   }
 }
 
@@ -45,14 +87,20 @@ absl::Status EqInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> re
   return absl::OkStatus();
 }
 
+// A floating-point tensor compares in its own dtype (the number rounded to it, as PyTorch does:
+// a Python scalar does not promote a tensor).
 template <typename T>
 bool Equals(T x, const Scalar& s) {
-  if constexpr (std::is_same_v<T, float>) {
-    return x == static_cast<float>(s.AsDouble());
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    return x == static_cast<T>(s.AsDouble());
+  } else if constexpr (std::is_same_v<T, HalfElem>) {
+    return Widen(x) == Float16ToFloat(FloatToFloat16(static_cast<float>(s.AsDouble())));
+  } else if constexpr (std::is_same_v<T, BF16Elem>) {
+    return Widen(x) == BFloat16ToFloat(FloatToBFloat16(static_cast<float>(s.AsDouble())));
   } else {
-    if (s.kind == Scalar::Kind::kDouble) return static_cast<double>(x) == s.d;
+    if (s.kind == Scalar::Kind::kDouble) return static_cast<double>(Widen(x)) == s.d;
     const int64_t v = s.kind == Scalar::Kind::kInt ? s.i : static_cast<int64_t>(s.b);
-    return static_cast<int64_t>(x) == v;
+    return static_cast<int64_t>(Widen(x)) == v;
   }
 }
 
@@ -128,8 +176,8 @@ absl::Status WhereKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* con
 
 // to_dtype(t self, int dtype): self converted to the DType numbered `dtype` (base/tensor.h).
 // To bool: nonzero (NaN included) is true. Float to integer: truncation toward zero, clamped to
-// the integer's range, NaN to 0 (PyTorch leaves the last two undefined). int64 to int32 wraps,
-// as in PyTorch.
+// the integer's range, NaN to 0 (PyTorch leaves the last two undefined). An integer to a narrower
+// one wraps, as in PyTorch. To float16 and bfloat16: through float, rounded to nearest even.
 absl::Status ToDTypeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "to_dtype";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
@@ -143,24 +191,36 @@ absl::Status ToDTypeInfer(absl::Span<const OpArg> args, absl::Span<InferredResul
   return absl::OkStatus();
 }
 
-template <typename To, typename From>
-To Convert(From x) {
-  if constexpr (std::is_same_v<To, uint8_t>) {
-    return x != From{0} ? 1 : 0;
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+// `w` (a widened element: a C++ number) as an element of type To.
+template <typename To, typename W>
+To Narrow(W w) {
+  if constexpr (std::is_same_v<To, BoolElem>) {
+    return BoolElem{static_cast<uint8_t>(w != W{0} ? 1 : 0)};
+  } else if constexpr (std::is_same_v<To, HalfElem>) {
+    return HalfElem{FloatToFloat16(static_cast<float>(w))};
+  } else if constexpr (std::is_same_v<To, BF16Elem>) {
+    return BF16Elem{FloatToBFloat16(static_cast<float>(w))};
+  } else if constexpr (std::is_floating_point_v<W> && std::is_integral_v<To>) {
     // Compared as doubles: int64's max rounds up to 2^63, which is already out of range.
     constexpr double kHigh = static_cast<double>(std::numeric_limits<To>::max());
     constexpr double kLow = static_cast<double>(std::numeric_limits<To>::min());
-    const double v = static_cast<double>(x);
+    const double v = static_cast<double>(w);
     if (v != v) return 0;
     if (v >= kHigh) return std::numeric_limits<To>::max();
     if (v <= kLow) return std::numeric_limits<To>::min();
     return static_cast<To>(v);
-  } else if constexpr (std::is_same_v<To, int32_t> && std::is_same_v<From, int64_t>) {
-    return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(x)));
+  } else if constexpr (std::is_integral_v<W> && std::is_integral_v<To>) {
+    // Two's complement wrap, through the unsigned type of To's width.
+    using U = std::make_unsigned_t<To>;
+    return static_cast<To>(static_cast<U>(static_cast<uint64_t>(static_cast<int64_t>(w))));
   } else {
-    return static_cast<To>(x);
+    return static_cast<To>(w);
   }
+}
+
+template <typename To, typename From>
+To Convert(From x) {
+  return Narrow<To>(Widen(x));
 }
 
 absl::Status ToDTypeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {

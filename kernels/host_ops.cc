@@ -37,7 +37,7 @@
 //   where(t cond, t a, t b)              cond bool; a, b one dtype (any); all three broadcast
 //   to_dtype(t, int dtype)               cast to the DType numbered dtype (base/tensor.h)
 // Views, copies (clone, reshape, cat, copy_), sym_size, embedding's weight and index_put_'s self
-// and values take every dtype (float32, int64, bool, int32); the other ops refuse bool and int32
+// and values take every dtype (base/tensor.h DType); the other ops refuse all but float32 and int64
 // at load (Unimplemented).
 #include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_ops.h"

@@ -151,6 +151,9 @@ void BroadcastCopy(const TensorRef& dst, const TensorRef& src) {
     case 1:
       StridedCopy<uint8_t>(dst, src.data_as<const uint8_t>(), strides);
       break;
+    case 2:
+      StridedCopy<uint16_t>(dst, src.data_as<const uint16_t>(), strides);
+      break;
     case 4:
       StridedCopy<uint32_t>(dst, src.data_as<const uint32_t>(), strides);
       break;

@@ -333,6 +333,9 @@ absl::Status ReshapeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* c
     case 1:
       LogicalCopy<uint8_t>(*results[0], src);
       break;
+    case 2:
+      LogicalCopy<uint16_t>(*results[0], src);
+      break;
     case 4:
       LogicalCopy<uint32_t>(*results[0], src);
       break;

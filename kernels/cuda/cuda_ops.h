@@ -32,8 +32,9 @@
 //    call fails; likewise for a failed cuBLAS call, with cuBLAS's status (ResourceExhausted for
 //    CUBLAS_STATUS_ALLOC_FAILED). Errors of earlier asynchronous work may surface in a later
 //    kernel's status.
-// float32 throughout (bool and int32 are refused at load by CheckCudaKernelDTypes); int64 also for add, sub, mul, maximum, minimum, neg, abs, relu, copy_,
-// clone, reshape, cat, fill_ and index_put_ (and their in-place forms).
+// float32 throughout (the other dtypes are refused at load by CheckCudaKernelDTypes); int64 also
+// for add, sub, mul, maximum, minimum, neg, abs, relu, copy_, clone, reshape, cat, fill_ and
+// index_put_ (and their in-place forms).
 //
 // Thread safety: FindCudaKernel, HaveCudaKernels and PrepareCudaKernels may be called from any
 // thread (handle creation is guarded by a mutex). The current stream is per thread. The only
@@ -91,7 +92,8 @@ KernelFn FindCudaKernel(absl::string_view op);
 
 // At load: OK when every tensor argument and result is float32 or int64, the only dtypes CUDA
 // kernels take; else Unimplemented "<op>: no CUDA kernel for dtype bool". The host kernels of
-// copies and views take bool and int32 as well, so this is what refuses those on a CUDA device.
+// copies and views take every dtype on the host, so this is what refuses the others on a CUDA
+// device.
 absl::Status CheckCudaKernelDTypes(absl::string_view op, absl::Span<const OpArg> args,
                                    absl::Span<const TensorRef* const> results);
 

@@ -62,7 +62,7 @@ inline bool IsWellFormedTensor(const TensorRef* t) {
 }
 
 // Argument `i` as a tensor with a valid rank and non-negative sizes, of dtype float32 or int64
-// (the dtypes every op supports); bool and int32 are Unimplemented, naming the op.
+// (the dtypes every op supports); the others are Unimplemented, naming the op.
 inline absl::StatusOr<const TensorRef*> TensorArg(absl::string_view op,
                                                   absl::Span<const OpArg> args, int i) {
   const TensorRef* t = args[i].tensor;

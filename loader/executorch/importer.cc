@@ -268,7 +268,8 @@ absl::Status MethodImporter::ImportInstruction(const EtInstruction& instruction)
   op_name_ = et_.operators[instruction.op_index].FullName();
   const EtOpMapping* mapping = FindEtOp(op_name_);
   if (mapping == nullptr) {
-    return Unimplemented(absl::StrCat("op \"", op_name_, "\" is not supported"));
+    return Unimplemented(absl::StrCat("op \"", absl::CHexEscape(op_name_), "\" is not supported",
+                                      OtherUnsupportedOps()));
   }
   // The schema's arguments, then `out`, then the returned value (the same as `out`); an
   // in-place op has no `out` and returns its argument 0.
@@ -291,6 +292,43 @@ absl::Status MethodImporter::ImportInstruction(const EtInstruction& instruction)
                                 EtValueKindName(et_.values[out].kind), ", not a tensor"));
   }
   return mapping->import(*this, absl::MakeConstSpan(args).first(mapping->num_args), out);
+}
+
+// After the first unsupported op, the method's other unsupported ops, so that one attempt names
+// everything missing: "; 2 more unsupported ops: a.out (instruction 7, 3 calls), b.out
+// (instruction 9)". Empty when there is none. Built only on this error path.
+std::string MethodImporter::OtherUnsupportedOps() const {
+  struct Seen {
+    int first = -1;
+    int calls = 0;
+  };
+  absl::flat_hash_map<int32_t, Seen> by_operator;  // operator index -> its calls
+  std::vector<int32_t> order;
+  for (size_t i = static_cast<size_t>(instruction_) + 1; i < et_.instructions.size(); ++i) {
+    const EtInstruction& call = et_.instructions[i];
+    if (call.kind != EtInstructionKind::kKernelCall) continue;
+    Seen& seen = by_operator[call.op_index];
+    if (seen.first < 0) {
+      const std::string name = et_.operators[call.op_index].FullName();
+      if (name == op_name_ || FindEtOp(name) != nullptr) {
+        seen.first = -2;  // supported, or the one already named
+        continue;
+      }
+      seen.first = static_cast<int>(i);
+      order.push_back(call.op_index);
+    }
+    if (seen.first >= 0) ++seen.calls;
+  }
+  if (order.empty()) return "";
+  std::string out =
+      absl::StrCat("; ", order.size(), " more unsupported op", order.size() == 1 ? "" : "s", ": ");
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Seen& seen = by_operator[order[k]];
+    absl::StrAppend(&out, k == 0 ? "" : ", ", absl::CHexEscape(et_.operators[order[k]].FullName()),
+                    " (instruction ", seen.first,
+                    seen.calls > 1 ? absl::StrCat(", ", seen.calls, " calls") : "", ")");
+  }
+  return out;
 }
 
 // A delegate call becomes one delegate node named by its backend id. ExecuTorch lists the

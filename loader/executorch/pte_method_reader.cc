@@ -24,6 +24,20 @@ std::optional<DType> FerryDType(fb::ScalarType t) {
       return DType::kInt32;
     case fb::ScalarType::BOOL:
       return DType::kBool;
+    case fb::ScalarType::CHAR:
+      return DType::kInt8;
+    case fb::ScalarType::BYTE:
+      return DType::kUInt8;
+    case fb::ScalarType::SHORT:
+      return DType::kInt16;
+    case fb::ScalarType::UINT16:
+      return DType::kUInt16;
+    case fb::ScalarType::HALF:
+      return DType::kFloat16;
+    case fb::ScalarType::BFLOAT16:
+      return DType::kBFloat16;
+    case fb::ScalarType::DOUBLE:
+      return DType::kFloat64;
     default:
       return std::nullopt;
   }

@@ -3,6 +3,7 @@
 #include "ferry/base/tensor.h"
 
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,45 @@ TEST(DType, SizesAndNames) {
   EXPECT_STREQ(DTypeName(DType::kInt32), "int32");
   EXPECT_TRUE(IsKnownDType(DType::kInt32));
   EXPECT_FALSE(IsKnownDType(static_cast<DType>(200)));
+  EXPECT_FALSE(IsKnownDType(static_cast<DType>(kNumDTypes)));
+  const struct {
+    DType dtype;
+    size_t size;
+    const char* name;
+    bool is_float;
+  } kAll[] = {{DType::kInt8, 1, "int8", false},      {DType::kUInt8, 1, "uint8", false},
+              {DType::kInt16, 2, "int16", false},    {DType::kUInt16, 2, "uint16", false},
+              {DType::kFloat16, 2, "float16", true}, {DType::kBFloat16, 2, "bfloat16", true},
+              {DType::kFloat64, 8, "float64", true}, {DType::kFloat32, 4, "float32", true}};
+  for (const auto& d : kAll) {
+    EXPECT_EQ(DTypeSize(d.dtype), d.size) << d.name;
+    EXPECT_STREQ(DTypeName(d.dtype), d.name);
+    EXPECT_EQ(IsFloatDType(d.dtype), d.is_float) << d.name;
+  }
+}
+
+TEST(DType, ElementAsDoubleReadsEachEncoding) {
+  const int8_t i8 = -128;
+  const uint8_t u8 = 255;
+  const int16_t i16 = -32768;
+  const uint16_t u16 = 65535;
+  const uint16_t half = 0xC100;  // -2.5 in float16
+  const uint16_t bf16 = 0x4049;  // 3.140625 in bfloat16
+  const double f64 = 1e300;
+  const uint8_t flag = 7;  // any nonzero byte is true
+  EXPECT_EQ(ElementAsDouble(DType::kInt8, &i8), -128.0);
+  EXPECT_EQ(ElementAsDouble(DType::kUInt8, &u8), 255.0);
+  EXPECT_EQ(ElementAsDouble(DType::kInt16, &i16), -32768.0);
+  EXPECT_EQ(ElementAsDouble(DType::kUInt16, &u16), 65535.0);
+  EXPECT_EQ(ElementAsDouble(DType::kFloat16, &half), -2.5);
+  EXPECT_EQ(ElementAsDouble(DType::kBFloat16, &bf16), 3.140625);
+  EXPECT_EQ(ElementAsDouble(DType::kFloat64, &f64), 1e300);
+  EXPECT_EQ(ElementAsDouble(DType::kBool, &flag), 1.0);
+  // Unaligned: a float32 at an odd address.
+  alignas(8) unsigned char bytes[8] = {};
+  const float f = -0.75f;
+  std::memcpy(bytes + 1, &f, sizeof(f));
+  EXPECT_EQ(ElementAsDouble(DType::kFloat32, bytes + 1), -0.75);
 }
 
 TEST(TensorMeta, DenseStridesFollowTheDimOrder) {

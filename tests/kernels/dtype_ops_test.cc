@@ -1,5 +1,6 @@
-// eq, where and to_dtype against naive loops, and the bool and int32 dtypes through the ops that
-// take every dtype (views and copies) and the refusal of the others.
+// eq, where and to_dtype against naive loops, and the dtypes beyond float32 and int64 through the
+// ops that take every dtype (views and copies) and the refusal of the others.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -7,9 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ferry/kernels/op_registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ferry/kernels/op_registry.h"
 #include "tests/kernels/op_test_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -52,8 +53,20 @@ TEST(DTypeTest, SizesAndNamesOfTheNewDTypes) {
   EXPECT_EQ(static_cast<int>(DType::kInt64), 1);
   EXPECT_EQ(static_cast<int>(DType::kBool), 2);
   EXPECT_EQ(static_cast<int>(DType::kInt32), 3);
-  EXPECT_FALSE(IsKnownDType(static_cast<DType>(4)));
+  EXPECT_EQ(static_cast<int>(DType::kInt8), 4);
+  EXPECT_EQ(static_cast<int>(DType::kUInt8), 5);
+  EXPECT_EQ(static_cast<int>(DType::kInt16), 6);
+  EXPECT_EQ(static_cast<int>(DType::kUInt16), 7);
+  EXPECT_EQ(static_cast<int>(DType::kFloat16), 8);
+  EXPECT_EQ(static_cast<int>(DType::kBFloat16), 9);
+  EXPECT_EQ(static_cast<int>(DType::kFloat64), 10);
+  EXPECT_FALSE(IsKnownDType(static_cast<DType>(11)));
 }
+
+const std::vector<DType> kEveryDType = {DType::kFloat32,  DType::kInt64,  DType::kBool,
+                                        DType::kInt32,    DType::kInt8,   DType::kUInt8,
+                                        DType::kInt16,    DType::kUInt16, DType::kFloat16,
+                                        DType::kBFloat16, DType::kFloat64};
 
 // ---- eq -------------------------------------------------------------------------------------
 
@@ -68,6 +81,15 @@ TEST(EqTest, EveryDTypeAgainstANaiveLoop) {
   cases.push_back({TestTensor::Int({5}, {3, -3, 3, 0, 7}), Scalar::Int(3)});
   cases.push_back({TestTensor::Int32({2, 2}, {0, 4, 4, -1}), Scalar::Int(4)});
   cases.push_back({TestTensor::Bool({3}, {true, false, true}), Scalar::Bool(true)});
+  // Filled values: integers -11..11 (unsigned 0..22), floats (k - 11) / 4 + 1/8.
+  for (DType dtype : {DType::kInt8, DType::kInt16, DType::kUInt8, DType::kUInt16}) {
+    TestTensor x = TestTensor::Filled(dtype, {23});
+    cases.push_back(
+        {std::move(x), Scalar::Int(dtype == DType::kUInt8 || dtype == DType::kUInt16 ? 20 : -3)});
+  }
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    cases.push_back({TestTensor::Filled(dtype, {23}), Scalar::Double(-0.375)});
+  }
   for (Case& c : cases) {
     SCOPED_TRACE(DTypeName(c.x.ref().dtype));
     OpRun run = RunOp(Op("eq"), {T(c.x), S(c.other)});
@@ -129,7 +151,7 @@ TEST(WhereTest, BroadcastsConditionAndBothSides) {
 
 TEST(WhereTest, EveryDTypeOfTheSides) {
   TestTensor cond = TestTensor::Bool({4}, {false, true, true, false});
-  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kInt32, DType::kBool}) {
+  for (DType dtype : kEveryDType) {
     SCOPED_TRACE(DTypeName(dtype));
     TestTensor a = TestTensor::Filled(dtype, {4}, 1);
     TestTensor b = TestTensor::Filled(dtype, {4}, 2);
@@ -162,13 +184,35 @@ TEST(WhereTest, InferRejections) {
 
 // ---- to_dtype -------------------------------------------------------------------------------
 
-// The expected conversion, written out per pair.
-double Converted(double v, DType to) {
+// The expected conversion of the test's values (small: exact in every float dtype), written out
+// per pair: a float to an integer truncates and clamps to the integer's range (Ferry's rule where
+// C++ and PyTorch leave it undefined); an integer to a narrower or unsigned one wraps modulo
+// 2^bits.
+double Converted(double v, DType from, DType to) {
+  auto integer = [&](double lo, double hi) {
+    if (IsFloatDType(from)) return std::min(std::max(std::trunc(v), lo), hi);
+    const double span = hi - lo + 1;
+    double w = std::fmod(v - lo, span);
+    if (w < 0) w += span;
+    return w + lo;
+  };
   switch (to) {
     case DType::kBool:
       return v != 0 || std::isnan(v) ? 1.0 : 0.0;
     case DType::kFloat32:
       return static_cast<float>(v);
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kFloat64:
+      return v;
+    case DType::kUInt8:
+      return integer(0, 255);
+    case DType::kUInt16:
+      return integer(0, 65535);
+    case DType::kInt8:
+      return integer(-128, 127);
+    case DType::kInt16:
+      return integer(-32768, 32767);
     case DType::kInt32:
     case DType::kInt64:
       return std::trunc(v);
@@ -177,12 +221,11 @@ double Converted(double v, DType to) {
 }
 
 TEST(ToDTypeTest, EveryPairOfDTypes) {
-  const std::vector<DType> dtypes = {DType::kFloat32, DType::kInt64, DType::kBool, DType::kInt32};
-  for (DType from : dtypes) {
+  for (DType from : kEveryDType) {
     TestTensor x = from == DType::kFloat32
                        ? TestTensor::Float({2, 3}, {-2.75f, -0.5f, 0.0f, 0.25f, 1.0f, 7.5f})
                        : TestTensor::Filled(from, {2, 3}, 3);
-    for (DType to : dtypes) {
+    for (DType to : kEveryDType) {
       SCOPED_TRACE(absl::StrCat(DTypeName(from), " to ", DTypeName(to)));
       const Scalar code = Scalar::Int(static_cast<int64_t>(to));
       OpRun run = RunOp(Op("to_dtype"), {T(x), S(code)});
@@ -190,10 +233,29 @@ TEST(ToDTypeTest, EveryPairOfDTypes) {
       ASSERT_OK(run.kernel_status);
       ASSERT_EQ(run.results[0].dtype, to);
       ForEachIndex({2, 3}, [&](const Index& idx) {
-        EXPECT_EQ(Get(run.results[0], idx), Converted(Get(x.ref(), idx), to));
+        EXPECT_EQ(Get(run.results[0], idx), Converted(Get(x.ref(), idx), from, to))
+            << Get(x.ref(), idx);
       });
     }
   }
+}
+
+TEST(ToDTypeTest, ToSixteenBitFloatsRoundsToNearestEven) {
+  // 1 + 2^-11 is halfway between two float16s (to 1), 1 + 2^-8 between two bfloat16s (to 1);
+  // 70000 is past float16's range (infinity).
+  TestTensor x = TestTensor::Float({3}, {1.0f + 1.0f / 2048, 1.0f + 1.0f / 256, 70000.0f});
+  const Scalar to_half = Scalar::Int(static_cast<int64_t>(DType::kFloat16));
+  const Scalar to_bf16 = Scalar::Int(static_cast<int64_t>(DType::kBFloat16));
+  OpRun half = RunOp(Op("to_dtype"), {T(x), S(to_half)});
+  OpRun bf16 = RunOp(Op("to_dtype"), {T(x), S(to_bf16)});
+  ASSERT_OK(half.kernel_status);
+  ASSERT_OK(bf16.kernel_status);
+  EXPECT_EQ(Get(half.results[0], {0}), 1.0);
+  EXPECT_EQ(Get(half.results[0], {1}), 1.00390625);  // a float16 exactly
+  EXPECT_TRUE(std::isinf(Get(half.results[0], {2})));
+  EXPECT_EQ(Get(bf16.results[0], {0}), 1.0);
+  EXPECT_EQ(Get(bf16.results[0], {1}), 1.0);
+  EXPECT_EQ(Get(bf16.results[0], {2}), 70144.0);  // 70000 to bfloat16's 8 bits: 137 * 512
 }
 
 TEST(ToDTypeTest, FloatsOutOfRangeClampAndNaNIsZero) {
@@ -223,15 +285,16 @@ TEST(ToDTypeTest, Int64ToInt32Wraps) {
 
 TEST(ToDTypeTest, UnknownDTypeIsRefused) {
   TestTensor x = TestTensor::Filled(DType::kFloat32, {2});
-  const Scalar bad = Scalar::Int(9);
-  EXPECT_THAT(InferOnly(Op("to_dtype"), {T(x), S(bad)}),
-              StatusIs(absl::StatusCode::kInvalidArgument, "to_dtype: argument 1 (9) names no dtype"));
+  const Scalar bad = Scalar::Int(11);
+  EXPECT_THAT(
+      InferOnly(Op("to_dtype"), {T(x), S(bad)}),
+      StatusIs(absl::StatusCode::kInvalidArgument, "to_dtype: argument 1 (11) names no dtype"));
 }
 
 // ---- bool and int32 through the other ops ---------------------------------------------------
 
 TEST(NewDTypesTest, CopiesAndViewsCarryThem) {
-  for (DType dtype : {DType::kBool, DType::kInt32}) {
+  for (DType dtype : kEveryDType) {
     SCOPED_TRACE(DTypeName(dtype));
     TestTensor x = TestTensor::Filled(dtype, {2, 3}, 4);
     // clone of a transposed view.
@@ -295,6 +358,17 @@ TEST(NewDTypesTest, ArithmeticRefusesThemNamingTheOp) {
                        "int64 only)"));
   EXPECT_THAT(InferOnly(Op("relu"), {T(i)}),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("relu: argument 0 has dtype int32")));
+  for (DType dtype : {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kFloat16,
+                      DType::kBFloat16, DType::kFloat64}) {
+    TestTensor t = TestTensor::Filled(dtype, {2, 2});
+    EXPECT_THAT(InferOnly(Op("mul"), {T(t), T(t)}),
+                StatusIs(absl::StatusCode::kUnimplemented,
+                         absl::StrCat("mul: argument 0 has dtype ", DTypeName(dtype),
+                                      ", which mul does not support (float32 and int64 only)")));
+    EXPECT_THAT(InferOnly(Op("matmul"), {T(t), T(t)}),
+                StatusIs(absl::StatusCode::kUnimplemented,
+                         HasSubstr(absl::StrCat("argument 0 has dtype ", DTypeName(dtype)))));
+  }
   const Scalar d = Scalar::Int(0);
   EXPECT_THAT(InferOnly(Op("softmax"), {T(i), S(d)}),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("softmax: argument 0 has dtype int32")));

@@ -4,8 +4,8 @@
 #ifndef FERRY_TESTS_KERNELS_OP_TEST_UTIL_H_
 #define FERRY_TESTS_KERNELS_OP_TEST_UTIL_H_
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "ferry/base/float16.h"
 #include "ferry/base/tensor.h"
 #include "ferry/kernels/op_registry.h"
 #include "gtest/gtest.h"
@@ -63,6 +64,20 @@ inline double Get(const TensorRef& t, const Index& idx) {
       return static_cast<const int32_t*>(t.data)[off];
     case DType::kBool:
       return static_cast<const uint8_t*>(t.data)[off];
+    case DType::kInt8:
+      return static_cast<const int8_t*>(t.data)[off];
+    case DType::kUInt8:
+      return static_cast<const uint8_t*>(t.data)[off];
+    case DType::kInt16:
+      return static_cast<const int16_t*>(t.data)[off];
+    case DType::kUInt16:
+      return static_cast<const uint16_t*>(t.data)[off];
+    case DType::kFloat16:
+      return Float16ToFloat(static_cast<const uint16_t*>(t.data)[off]);
+    case DType::kBFloat16:
+      return BFloat16ToFloat(static_cast<const uint16_t*>(t.data)[off]);
+    case DType::kFloat64:
+      return static_cast<const double*>(t.data)[off];
     case DType::kInt64:
       break;
   }
@@ -164,8 +179,9 @@ class TestTensor {
   static double Value(DType dtype, int64_t i, int seed) {
     const int64_t h = (i * 37 + seed * 11 + 5) % 23;
     if (dtype == DType::kBool) return static_cast<double>(h % 2);
-    if (dtype == DType::kInt64 || dtype == DType::kInt32) return static_cast<double>(h - 11);
-    return static_cast<double>(h - 11) * 0.25 + 0.125;
+    if (dtype == DType::kUInt8 || dtype == DType::kUInt16) return static_cast<double>(h);
+    if (!IsFloatDType(dtype)) return static_cast<double>(h - 11);
+    return static_cast<double>(h - 11) * 0.25 + 0.125;  // exact in every float dtype
   }
   static constexpr uint64_t kSentinel = 0x7fc00000deadbeefULL;
 
@@ -196,12 +212,27 @@ class TestTensor {
     int64_t i = 0;
     ForEachIndex(SizesOf(ref_), [&](const Index& idx) {
       const int64_t off = OffsetOf(ref_, idx);
+      const double v = value(i);
       if (ref_.dtype == DType::kFloat32) {
-        static_cast<float*>(ref_.data)[off] = static_cast<float>(value(i));
+        static_cast<float*>(ref_.data)[off] = static_cast<float>(v);
       } else if (ref_.dtype == DType::kInt32) {
-        static_cast<int32_t*>(ref_.data)[off] = static_cast<int32_t>(value(i));
+        static_cast<int32_t*>(ref_.data)[off] = static_cast<int32_t>(v);
       } else if (ref_.dtype == DType::kBool) {
-        static_cast<uint8_t*>(ref_.data)[off] = value(i) != 0.0 ? 1 : 0;
+        static_cast<uint8_t*>(ref_.data)[off] = v != 0.0 ? 1 : 0;
+      } else if (ref_.dtype == DType::kInt8) {
+        static_cast<int8_t*>(ref_.data)[off] = static_cast<int8_t>(v);
+      } else if (ref_.dtype == DType::kUInt8) {
+        static_cast<uint8_t*>(ref_.data)[off] = static_cast<uint8_t>(v);
+      } else if (ref_.dtype == DType::kInt16) {
+        static_cast<int16_t*>(ref_.data)[off] = static_cast<int16_t>(v);
+      } else if (ref_.dtype == DType::kUInt16) {
+        static_cast<uint16_t*>(ref_.data)[off] = static_cast<uint16_t>(v);
+      } else if (ref_.dtype == DType::kFloat16) {
+        static_cast<uint16_t*>(ref_.data)[off] = FloatToFloat16(static_cast<float>(v));
+      } else if (ref_.dtype == DType::kBFloat16) {
+        static_cast<uint16_t*>(ref_.data)[off] = FloatToBFloat16(static_cast<float>(v));
+      } else if (ref_.dtype == DType::kFloat64) {
+        static_cast<double*>(ref_.data)[off] = v;
       } else {
         static_cast<int64_t*>(ref_.data)[off] =
             exact_ints != nullptr ? exact_ints->at(i) : static_cast<int64_t>(value(i));

@@ -157,6 +157,7 @@ class MethodImporter {
   absl::Status AddInputs();
   absl::Status SetOutputs();
   void WriteBackStates();
+  std::string OtherUnsupportedOps() const;
   absl::Status ImportInstruction(const EtInstruction& instruction);
   absl::Status ImportDelegateCall(const EtInstruction& instruction);
   void Annotate(int32_t v, ValueId id);

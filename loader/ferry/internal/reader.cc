@@ -76,7 +76,14 @@ ValueKind ToKind(fbs::ValueKind k) { return static_cast<ValueKind>(static_cast<i
 // The file's numbers are DType's own (both lists are appended to in step).
 static_assert(static_cast<int>(fbs::DType::Bool) == static_cast<int>(DType::kBool) &&
               static_cast<int>(fbs::DType::Int32) == static_cast<int>(DType::kInt32) &&
-              static_cast<int>(fbs::DType::MAX) == static_cast<int>(DType::kInt32));
+              static_cast<int>(fbs::DType::Int8) == static_cast<int>(DType::kInt8) &&
+              static_cast<int>(fbs::DType::UInt8) == static_cast<int>(DType::kUInt8) &&
+              static_cast<int>(fbs::DType::Int16) == static_cast<int>(DType::kInt16) &&
+              static_cast<int>(fbs::DType::UInt16) == static_cast<int>(DType::kUInt16) &&
+              static_cast<int>(fbs::DType::Float16) == static_cast<int>(DType::kFloat16) &&
+              static_cast<int>(fbs::DType::BFloat16) == static_cast<int>(DType::kBFloat16) &&
+              static_cast<int>(fbs::DType::Float64) == static_cast<int>(DType::kFloat64) &&
+              static_cast<int>(fbs::DType::MAX) + 1 == kNumDTypes);
 DType ToDType(fbs::DType d) { return static_cast<DType>(static_cast<int>(d)); }
 
 std::string ValueLabel(size_t index, const fbs::Value* value) {
@@ -267,8 +274,11 @@ class MethodVerifier {
       }
       const fbs::DType dtype = val->dtype();
       if (!ValidDType(dtype)) {
-        return Error(ValueLabel(v, val), absl::StrCat("dtype ", static_cast<int>(dtype),
-                                                      " is not valid (0 float32, 1 int64)"));
+        return Error(
+            ValueLabel(v, val),
+            absl::StrCat("dtype ", static_cast<int>(dtype),
+                         " is not valid (0 float32, 1 int64, 2 bool, 3 int32, 4 int8, 5 uint8, 6 "
+                         "int16, 7 uint16, 8 float16, 9 bfloat16, 10 float64)"));
       }
       const size_t rank = Len(sizes);
       if (rank > static_cast<size_t>(kMaxRank)) {

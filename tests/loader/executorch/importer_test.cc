@@ -139,6 +139,26 @@ TEST(EtImporter, AProgramLoadsWithARefusedMethodAndRunsTheOthers) {
   EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{11, 22, 33, 44}));
 }
 
+// One attempt names every unsupported op of the method: the first in full, the others with
+// their first instruction and how often they are called.
+TEST(EtImporter, EveryUnsupportedOpIsNamedAtOnce) {
+  EtProgram p =
+      OneMethod({FloatTensor({4}), FloatTensor({4}), Int(1), FloatTensor({4})}, {0}, {3},
+                {{"my::first", "out"}, {"aten::add", "out"}, {"my::second", "out"}},
+                {KernelCall(0, {0, 1, 1}), KernelCall(1, {0, 1, 2, 3, 3}), KernelCall(2, {3, 1, 1}),
+                 KernelCall(0, {3, 1, 1}), KernelCall(2, {1, 3, 3})});
+  EXPECT_THAT(ImportMethodStatus(p),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("instruction 0 (my::first.out): op \"my::first.out\" is not "
+                                 "supported; 1 more unsupported op: my::second.out (instruction "
+                                 "2, 2 calls)")));
+  // Alone, the op is named without a list.
+  p.methods[0].instructions.resize(2);
+  EXPECT_THAT(ImportMethodStatus(p),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       ::testing::EndsWith("op \"my::first.out\" is not supported")));
+}
+
 // A metadata method as exporters write them (no instructions, outputs of every non-tensor kind)
 // and one that takes an int: values fixed at export, returned as they are.
 EtProgram NonTensorProgram() {

@@ -419,11 +419,11 @@ TEST(ExecuTorchRealProgramTest, KeywordSpottingCortexMOpsAndInt8Constants) {
   EXPECT_THAT(input.sizes, ElementsAre(1, 1, 49, 10));
   EXPECT_THAT(input.dim_order, ElementsAre(0, 2, 1, 3));  // channels last
   EXPECT_THAT(TensorAt(m, 283).sizes, ElementsAre(1, 12));
-  // int8 and int32 constants: read, with no Ferry dtype.
+  // int8 and int32 constants, read with Ferry's dtypes.
   const EtTensor& weights = TensorAt(m, 36);
   EXPECT_EQ(weights.scalar_type, 1);
   EXPECT_EQ(EtScalarTypeName(weights.scalar_type), "int8");
-  EXPECT_FALSE(weights.dtype.has_value());
+  EXPECT_EQ(weights.dtype, DType::kInt8);
   EXPECT_THAT(weights.sizes, ElementsAre(64, 1, 10, 4));
   EXPECT_EQ(weights.byte_size, 64u * 10 * 4);
   EXPECT_EQ(weights.data.kind, EtDataKind::kConstantSegment);

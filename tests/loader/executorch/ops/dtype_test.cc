@@ -1,6 +1,7 @@
 // The ExecuTorch mappings of the dtype ops (loader/executorch/ops/dtype.cc): eq.Scalar and where,
 // and _to_dim_order_copy as a cast between float32, int32 and bool, run against values computed
-// here; a bool tensor handed to an op that does not take bool refused at load naming the
+// here, and the narrower, unsigned and 16-bit float dtypes ExecuTorch writes read, cast and
+// carried; a bool tensor handed to an op that does not take bool refused at load naming the
 // instruction.
 #include <cmath>
 #include <cstdint>
@@ -28,6 +29,7 @@ using ::ferry::testing::Int32Tensor;
 using ::ferry::testing::KernelCall;
 using ::ferry::testing::OneMethod;
 using ::ferry::testing::StatusIs;
+using ::ferry::testing::TensorOf;
 using ::ferry::testing::ThroughFile;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -62,6 +64,69 @@ TEST(EtDTypeOps, EqAndWhereRunAgainstANaiveReference) {
     EXPECT_EQ(hit[k], x[k] == 0.5f ? 1 : 0) << k;
     EXPECT_EQ(w[k], x[k] == 0.5f ? y[k] : x[k]) << k;
   }
+}
+
+// ExecuTorch's ScalarType numbers for the dtypes read here.
+constexpr int8_t kEtUInt8 = 0, kEtInt8 = 1, kEtInt16 = 2, kEtHalf = 5, kEtDouble = 7,
+                 kEtBFloat16 = 15, kEtUInt16 = 27;
+
+// h float16 [3] and q uint8 [3] inputs: f = h as float32; d = f as float64; c = clone(q); u =
+// q as uint16; b = f as bfloat16; s = q as int16; i = q as int8 (wrapping above 127).
+TEST(EtDTypeOps, NarrowAndSixteenBitFloatDTypesAreReadCastAndCarried) {
+  EtProgram p = OneMethod(
+      {
+          TensorOf(kEtHalf, DType::kFloat16, 2, {3}),       // 0 h
+          TensorOf(kEtUInt8, DType::kUInt8, 1, {3}),        // 1 q
+          Bool(false),                                      // 2 non_blocking
+          EtValue{},                                        // 3 None dim_order
+          FloatTensor({3}),                                 // 4 f
+          TensorOf(kEtDouble, DType::kFloat64, 8, {3}),     // 5 d
+          TensorOf(kEtUInt8, DType::kUInt8, 1, {3}),        // 6 c
+          TensorOf(kEtUInt16, DType::kUInt16, 2, {3}),      // 7 u
+          TensorOf(kEtBFloat16, DType::kBFloat16, 2, {3}),  // 8 b
+          TensorOf(kEtInt16, DType::kInt16, 2, {3}),        // 9 s
+          TensorOf(kEtInt8, DType::kInt8, 1, {3}),          // 10 i
+      },
+      {0, 1}, {4, 5, 6, 7, 8, 9, 10},
+      {{"dim_order_ops::_to_dim_order_copy", "out"}, {"aten::clone", "out"}},
+      {
+          KernelCall(0, {0, 2, 3, 4, 4}),
+          KernelCall(0, {4, 2, 3, 5, 5}),
+          KernelCall(1, {1, 3, 6, 6}),
+          KernelCall(0, {1, 2, 3, 7, 7}),
+          KernelCall(0, {4, 2, 3, 8, 8}),
+          KernelCall(0, {1, 2, 3, 9, 9}),
+          KernelCall(0, {1, 2, 3, 10, 10}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  EXPECT_EQ(method->plan().inputs[0].dtype, DType::kFloat16);
+  EXPECT_EQ(method->plan().inputs[0].bytes, 6u);
+  // float16 1.5 (0x3E00), -0.25 (0xB400), 65504 (0x7BFF, the largest finite).
+  std::vector<uint16_t> h = {0x3E00, 0xB400, 0x7BFF};
+  std::vector<uint8_t> q = {7, 200, 255};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat16, {3}, h.data())));
+  ASSERT_OK(method->SetInput(1, TensorView::Host(DType::kUInt8, {3}, q.data())));
+  ASSERT_OK(method->Execute());
+  const std::vector<double> halves = {1.5, -0.25, 65504};
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(method->Output(0).data_as<float>()[k], halves[k]);
+    EXPECT_EQ(method->Output(1).data_as<double>()[k], halves[k]);
+    EXPECT_EQ(method->Output(2).data_as<uint8_t>()[k], q[k]);
+    EXPECT_EQ(method->Output(3).data_as<uint16_t>()[k], q[k]);
+    EXPECT_EQ(method->Output(5).data_as<int16_t>()[k], q[k]);
+  }
+  // bfloat16 of 1.5, -0.25 and 65504 (65504 = 1.9990234375 * 2^15 rounds to 2^16 = 0x4780).
+  const uint16_t* b = method->Output(4).data_as<uint16_t>();
+  EXPECT_EQ(b[0], 0x3FC0);
+  EXPECT_EQ(b[1], 0xBE80);
+  EXPECT_EQ(b[2], 0x4780);
+  const int8_t* i = method->Output(6).data_as<int8_t>();
+  EXPECT_EQ(i[0], 7);
+  EXPECT_EQ(i[1], 200 - 256);
+  EXPECT_EQ(i[2], -1);
 }
 
 // x float32 [4]: i = x as int32; b = i as bool; f = b as float32; n = eq.Scalar(i, -2) as float32.
