@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -208,6 +209,13 @@ absl::Status MethodImpl::CheckCallerTensor(const char* what, size_t index, const
   if (ref.data == nullptr && bytes > 0) {
     return absl::InvalidArgumentError(absl::StrCat(label(), ": the given data pointer is null"));
   }
+  // Kernels, host and device, load and store whole elements.
+  const size_t alignment = DTypeSize(expected.dtype);
+  if (bytes > 0 && reinterpret_cast<uintptr_t>(ref.data) % alignment != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: the given pointer %p is not aligned to %d bytes, as %s elements must be", label(),
+        ref.data, alignment, DTypeName(expected.dtype)));
+  }
   if (!io.device.is_host()) {
     const DeviceRuntime* runtime = runtime_->devices().Find(io.device);
     if (runtime == nullptr || !runtime->Owns(ref.data, bytes)) {
@@ -220,10 +228,12 @@ absl::Status MethodImpl::CheckCallerTensor(const char* what, size_t index, const
   } else if (runtime_->devices().MayBeDeviceMemory(ref.data)) {
     // Ruled out in O(1) above for pointers outside every device's allocations.
     for (const DeviceRuntime* runtime : runtime_->devices().non_host_runtimes()) {
-      if (runtime->Owns(ref.data, 1)) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s must be host memory, but the given pointer %p is memory of %s",
-                            label(), ref.data, runtime->device().ToString()));
+      // Freed device memory too: a guarded sim device unmaps it, and Execute would fault.
+      const bool owns = runtime->Owns(ref.data, 1);
+      if (owns || runtime->WasFreed(ref.data)) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s must be host memory, but the given pointer %p is memory of %s%s", label(), ref.data,
+            runtime->device().ToString(), owns ? "" : " that was freed"));
       }
     }
   }

@@ -112,6 +112,7 @@ class Method {
   size_t num_outputs() const;
 
   // Binds input `index` to the caller's memory. Checks dtype, shape and size against the plan, that
+  // the pointer is aligned to the element size (kernels load whole elements), that
   // `tensor.device()` is the device the plan expects, and that the pointer really is memory of that
   // device (P13).
   absl::Status SetInput(size_t index, const TensorView& tensor);

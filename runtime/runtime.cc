@@ -1,6 +1,9 @@
 #include "ferry/runtime/runtime.h"
 
+#include <algorithm>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -116,45 +119,52 @@ std::vector<std::pair<Device, size_t>> LoadedProgram::shared_state_bytes() const
   return residency_->states.LiveBytes();
 }
 
-absl::StatusOr<std::vector<double>> ReadValues(const Runtime& runtime, const TensorView& tensor) {
-  std::vector<uint8_t> bytes(tensor.nbytes());
-  if (tensor.device().is_host()) {
-    if (!bytes.empty()) std::memcpy(bytes.data(), tensor.data(), bytes.size());
-  } else {
-    DeviceRuntime* device = runtime.devices().Find(tensor.device());
+absl::Status ForEachValueChunk(const Runtime& runtime, const TensorView& tensor,
+                               absl::FunctionRef<absl::Status(absl::Span<const double>)> fn) {
+  const DType dtype = tensor.dtype();
+  const size_t element = DTypeSize(dtype);
+  const size_t total = static_cast<size_t>(tensor.numel());
+  DeviceRuntime* device = nullptr;
+  if (!tensor.device().is_host()) {
+    device = runtime.devices().Find(tensor.device());
     if (device == nullptr) {
       return absl::NotFoundError(
-          absl::StrCat("ReadValues: device ", tensor.device().ToString(), " is not present"));
-    }
-    FERRY_RETURN_IF_ERROR(device->CopyDeviceToHost(bytes.data(), tensor.data(), bytes.size()));
-    FERRY_RETURN_IF_ERROR(device->Synchronize());
-  }
-  std::vector<double> values(tensor.numel());
-  for (size_t j = 0; j < values.size(); ++j) {
-    switch (tensor.dtype()) {
-      case DType::kFloat32: {
-        float f;
-        std::memcpy(&f, bytes.data() + j * 4, 4);
-        values[j] = f;
-        break;
-      }
-      case DType::kInt64: {
-        int64_t n;
-        std::memcpy(&n, bytes.data() + j * 8, 8);
-        values[j] = static_cast<double>(n);
-        break;
-      }
-      case DType::kInt32: {
-        int32_t n;
-        std::memcpy(&n, bytes.data() + j * 4, 4);
-        values[j] = n;
-        break;
-      }
-      case DType::kBool:
-        values[j] = bytes[j] != 0 ? 1.0 : 0.0;
-        break;
+          absl::StrCat("reading values: device ", tensor.device().ToString(), " is not present"));
     }
   }
+  std::vector<uint8_t> staging(device != nullptr ? kValueChunkElements * element : 0);
+  std::vector<double> values(std::min(total, kValueChunkElements));
+  const auto* base = static_cast<const uint8_t*>(tensor.data());
+  for (size_t start = 0; start < total; start += kValueChunkElements) {
+    const size_t n = std::min(kValueChunkElements, total - start);
+    const uint8_t* bytes = base + start * element;
+    if (device != nullptr) {
+      FERRY_RETURN_IF_ERROR(device->CopyDeviceToHost(staging.data(), bytes, n * element));
+      FERRY_RETURN_IF_ERROR(device->Synchronize());
+      bytes = staging.data();
+    }
+    for (size_t k = 0; k < n; ++k) values[k] = ElementAsDouble(dtype, bytes + k * element);
+    FERRY_RETURN_IF_ERROR(fn(absl::MakeConstSpan(values.data(), n)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<double>> ReadValues(const Runtime& runtime, const TensorView& tensor) {
+  const size_t total = static_cast<size_t>(tensor.numel());
+  std::vector<double> values;
+  // The one allocation that grows with the tensor: refused, not thrown, when the host has no room.
+  try {
+    values.reserve(total);
+  } catch (const std::exception&) {  // bad_alloc, or length_error past the vector's maximum
+    return absl::ResourceExhaustedError(
+        absl::StrCat("reading values: ", total, " elements as doubles take ", total,
+                     " x 8 bytes, more than "
+                     "the host could allocate; read them a chunk at a time (ForEachValueChunk)"));
+  }
+  FERRY_RETURN_IF_ERROR(ForEachValueChunk(runtime, tensor, [&](absl::Span<const double> chunk) {
+    values.insert(values.end(), chunk.begin(), chunk.end());
+    return absl::OkStatus();
+  }));
   return values;
 }
 

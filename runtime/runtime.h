@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -210,8 +211,18 @@ class LoadedProgram {
 };
 
 // The elements of `tensor` (dense, on the host or on a device of `runtime`) read back to the host
-// as doubles, for tools and tests. Synchronizes the tensor's device.
+// as doubles, for tools and tests. Synchronizes the tensor's device. ResourceExhausted when the
+// doubles do not fit in the host's memory (8 bytes per element): read large tensors with
+// ForEachValueChunk instead.
 absl::StatusOr<std::vector<double>> ReadValues(const Runtime& runtime, const TensorView& tensor);
+
+// Calls `fn` on consecutive runs of `tensor`'s elements as doubles, in order, at most
+// kValueChunkElements at a time (device memory is copied a chunk at a time): what it holds
+// beyond the tensor is bounded, whatever the tensor's size. Stops at, and returns, the first
+// error of `fn` or of a copy.
+inline constexpr size_t kValueChunkElements = size_t{1} << 14;
+absl::Status ForEachValueChunk(const Runtime& runtime, const TensorView& tensor,
+                               absl::FunctionRef<absl::Status(absl::Span<const double>)> fn);
 
 }  // namespace ferry
 

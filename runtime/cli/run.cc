@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -10,56 +11,75 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ferry/base/float16.h"
 #include "ferry/base/status_macros.h"
 #include "ferry/runtime/cli/internal.h"
 
 namespace ferry::cli {
 namespace {
 
-// Stores `v` as one element of input `io`, refusing what the dtype cannot hold exactly: a
-// float32 beyond its range, an int64 that is not a whole number in range (NaN included).
+// Stores `v` as one element of input `io`, refusing what the dtype cannot hold: a float beyond
+// its finite range, an integer that is not a whole number in range (NaN included), a bool other
+// than 0 or 1.
 absl::Status StoreElement(const IoInfo& io, double v, uint8_t* out) {
+  auto store = [&](auto x) {
+    std::memcpy(out, &x, sizeof(x));
+    return absl::OkStatus();
+  };
+  auto finite_within = [&](double max, const char* name) -> absl::Status {
+    if (std::isfinite(v) && std::fabs(v) > max) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--input %s: %g is out of the range of %s", io.name, v, name));
+    }
+    return absl::OkStatus();
+  };
+  auto whole_within = [&](double lo, double hi) -> absl::Status {
+    // Every double in [lo, hi] converts exactly when it is whole (hi is exclusive for int64,
+    // whose maximum is not a double).
+    const bool in_range = io.dtype == DType::kInt64 ? (v >= lo && v < hi) : (v >= lo && v <= hi);
+    if (!in_range || v != std::trunc(v)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--input %s: %g is not a whole number in the range of %s, and input \"%s\" is %s",
+          io.name, v, DTypeName(io.dtype), io.name, DTypeName(io.dtype)));
+    }
+    return absl::OkStatus();
+  };
   switch (io.dtype) {
-    case DType::kFloat32: {
-      if (std::isfinite(v) && std::fabs(v) > static_cast<double>(FLT_MAX)) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("--input %s: %g is out of the range of float32", io.name, v));
-      }
-      const float f = static_cast<float>(v);
-      std::memcpy(out, &f, sizeof(f));
-      return absl::OkStatus();
-    }
-    case DType::kInt64: {
-      // [-2^63, 2^63): every double in it converts to int64 exactly when it is whole.
-      if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != std::trunc(v)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "--input %s: %g is not a whole number in the range of int64, and input \"%s\" is "
-            "int64",
-            io.name, v, io.name));
-      }
-      const int64_t n = static_cast<int64_t>(v);
-      std::memcpy(out, &n, sizeof(n));
-      return absl::OkStatus();
-    }
-    case DType::kInt32: {
-      if (!(v >= -2147483648.0 && v <= 2147483647.0) || v != std::trunc(v)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "--input %s: %g is not a whole number in the range of int32, and input \"%s\" is "
-            "int32",
-            io.name, v, io.name));
-      }
-      const int32_t n = static_cast<int32_t>(v);
-      std::memcpy(out, &n, sizeof(n));
-      return absl::OkStatus();
-    }
-    case DType::kBool: {
+    case DType::kFloat32:
+      FERRY_RETURN_IF_ERROR(finite_within(FLT_MAX, "float32"));
+      return store(static_cast<float>(v));
+    case DType::kFloat64:
+      return store(v);
+    case DType::kFloat16:
+      FERRY_RETURN_IF_ERROR(finite_within(65504.0, "float16"));
+      return store(FloatToFloat16(static_cast<float>(v)));
+    case DType::kBFloat16:
+      FERRY_RETURN_IF_ERROR(finite_within(3.3895313892515355e38, "bfloat16"));
+      return store(FloatToBFloat16(static_cast<float>(v)));
+    case DType::kInt64:
+      FERRY_RETURN_IF_ERROR(whole_within(-9223372036854775808.0, 9223372036854775808.0));
+      return store(static_cast<int64_t>(v));
+    case DType::kInt32:
+      FERRY_RETURN_IF_ERROR(whole_within(-2147483648.0, 2147483647.0));
+      return store(static_cast<int32_t>(v));
+    case DType::kInt16:
+      FERRY_RETURN_IF_ERROR(whole_within(-32768.0, 32767.0));
+      return store(static_cast<int16_t>(v));
+    case DType::kUInt16:
+      FERRY_RETURN_IF_ERROR(whole_within(0.0, 65535.0));
+      return store(static_cast<uint16_t>(v));
+    case DType::kInt8:
+      FERRY_RETURN_IF_ERROR(whole_within(-128.0, 127.0));
+      return store(static_cast<int8_t>(v));
+    case DType::kUInt8:
+      FERRY_RETURN_IF_ERROR(whole_within(0.0, 255.0));
+      return store(static_cast<uint8_t>(v));
+    case DType::kBool:
       if (v != 0.0 && v != 1.0) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "--input %s: %g is not 0 or 1, and input \"%s\" is bool", io.name, v, io.name));
       }
-      *out = v == 1.0 ? 1 : 0;
-      return absl::OkStatus();
-    }
+      return store(static_cast<uint8_t>(v == 1.0 ? 1 : 0));
   }
   return absl::UnimplementedError(absl::StrCat("--input ", io.name, ": inputs of dtype ",
                                                DTypeName(io.dtype),
@@ -188,7 +208,7 @@ std::string ScalarText(const Scalar& s) {
   return s.ToString();
 }
 
-// `ferry run --json`: the method's outputs with all their values.
+// `ferry run --json`: the method's outputs with all their values, written as they are read.
 int PrintOutputsJson(const Options& options, const Runtime& rt, Method& method,
                      const std::vector<double>& times, std::FILE* out, std::FILE* err) {
   const MethodPlan& plan = method.plan();
@@ -206,17 +226,27 @@ int PrintOutputsJson(const Options& options, const Runtime& rt, Method& method,
                       ", \"value\": ", ScalarJson(*io.value), "}");
       continue;
     }
-    absl::StatusOr<std::vector<double>> values = ReadValues(rt, method.Output(i));
-    if (!values.ok()) return Fail(err, values.status());
-    std::vector<std::string> numbers;
-    numbers.reserve(values->size());
-    const int digits = io.dtype == DType::kFloat32 ? 9 : 17;
-    for (double v : *values) numbers.push_back(JsonNumber(v, digits));
     absl::StrAppend(&text, i == 0 ? "\n  " : ",\n  ", "{\"index\": ", i,
                     ", \"name\": ", JsonString(io.name), ", \"kind\": \"tensor\"",
                     ", \"dtype\": ", JsonString(DTypeName(io.dtype)), ", \"sizes\": [",
                     absl::StrJoin(io.sizes, ", "), "], \"device\": ", JsonString(io.device_label),
-                    ", \"values\": [", absl::StrJoin(numbers, ", "), "]}");
+                    ", \"values\": [");
+    std::fputs(text.c_str(), out);
+    text.clear();
+    // Enough digits to read the value back: 9 for float32 and narrower floats, 17 otherwise.
+    const int digits = IsFloatDType(io.dtype) && io.dtype != DType::kFloat64 ? 9 : 17;
+    bool first = true;
+    absl::Status s = ForEachValueChunk(rt, method.Output(i), [&](absl::Span<const double> values) {
+      std::string chunk;
+      for (double v : values) {
+        absl::StrAppend(&chunk, first ? "" : ", ", JsonNumber(v, digits));
+        first = false;
+      }
+      std::fputs(chunk.c_str(), out);
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return Fail(err, s);
+    text = "]}";
   }
   absl::StrAppend(&text, method.num_outputs() == 0 ? "]}\n" : "\n ]}\n");
   std::fputs(text.c_str(), out);
@@ -261,7 +291,7 @@ absl::Status FillInputs(const Options& options, const Runtime& rt, Method& metho
       } else {
         // Deterministic values; integer and bool inputs are zero so that index inputs stay in
         // range.
-        v = io.dtype == DType::kFloat32 ? 0.5 * std::sin(0.1 * j + i) : 0.0;
+        v = IsFloatDType(io.dtype) ? 0.5 * std::sin(0.1 * j + i) : 0.0;
       }
       FERRY_RETURN_IF_ERROR(StoreElement(io, v, bytes.data() + j * DTypeSize(io.dtype)));
     }
@@ -320,23 +350,25 @@ int RunMethod(const Options& options, const Runtime& rt, Method& method, std::FI
                     ScalarKindName(io.value->kind), ScalarText(*io.value));
       continue;
     }
-    TensorView view = method.Output(i);
-    absl::StatusOr<std::vector<double>> values = ReadValues(rt, view);
-    if (!values.ok()) return Fail(err, values.status());
+    // A summary, read a chunk at a time: sum, minimum, maximum and the first values.
     double sum = 0, lo = INFINITY, hi = -INFINITY;
-    for (double v : *values) {
-      sum += v;
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
-    }
     std::vector<std::string> head;
-    for (size_t j = 0; j < std::min<size_t>(values->size(), 6); ++j) {
-      head.push_back(absl::StrFormat("%.6g", (*values)[j]));
-    }
+    size_t count = 0;
+    absl::Status s = ForEachValueChunk(rt, method.Output(i), [&](absl::Span<const double> values) {
+      for (double v : values) {
+        sum += v;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        if (head.size() < 6) head.push_back(absl::StrFormat("%.6g", v));
+      }
+      count += values.size();
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return Fail(err, s);
     const IoInfo& io = plan.outputs[i];
     absl::FPrintF(out, "output %d \"%s\" %s[%s] on %s: sum %.6g min %.6g max %.6g  [%s%s]\n", i,
                   io.name, DTypeName(io.dtype), absl::StrJoin(io.sizes, ", "), io.device_label, sum,
-                  lo, hi, absl::StrJoin(head, ", "), values->size() > 6 ? ", ..." : "");
+                  lo, hi, absl::StrJoin(head, ", "), count > 6 ? ", ..." : "");
   }
   return 0;
 }

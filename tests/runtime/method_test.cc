@@ -247,9 +247,38 @@ TEST(CallerBuffers, FreedDeviceMemoryIsNamedAsFreed) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("not memory of that device"),
                              ::testing::Not(HasSubstr("freed")))));
+  // Freed device memory passed as host memory is refused too (Execute would fault on it).
+  ProgramBuilder host_pb;
+  MethodBuilder& h = host_pb.AddMethod("forward");
+  ValueId ha = h.Input("a", DType::kFloat32, {2, 2});
+  h.Output(h.Op("relu", {ha}));
+  ASSERT_OK_AND_ASSIGN(auto host_program, Program::FromBytes(std::move(host_pb.Build()).value()));
+  ASSERT_OK_AND_ASSIGN(auto on_host, rt.LoadMethod(*host_program, "forward"));
+  EXPECT_THAT(on_host->SetInput(0, TensorView::Host(DType::kFloat32, {2, 2}, freed)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("input 0 (\"a\") must be host memory"),
+                             HasSubstr("memory of sim:0 that was freed"))));
 }
 
 // A program smaller than the mapping threshold is read, so the file may change after Load.
+
+TEST(CallerBuffers, MisalignedPointersAreRefusedNamingTheAlignment) {
+  AddMethod f;
+  alignas(16) unsigned char bytes[64] = {};
+  void* odd = bytes + 1;
+  EXPECT_THAT(f.method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 2}, odd)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("input 0 (\"a\")"),
+                             HasSubstr("is not aligned to 4 bytes, as float32 elements must be"))));
+  EXPECT_THAT(f.method->SetOutputBuffer(1, odd, 16, Device::Host()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("output 1 (\"product\")"), HasSubstr("not aligned"))));
+  // Aligned to the element, not more: +4 bytes is a valid float32 pointer.
+  std::vector<float> b(4, 1.0f);
+  EXPECT_OK(f.method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 2}, bytes + 4)));
+  ASSERT_OK(f.method->SetInput(1, View(b)));
+  EXPECT_OK(f.method->Execute());
+}
 
 // y = a + a, with non-tensor inputs (an int, a double, a double list) and outputs (the int
 // input, a string, a bool list).
