@@ -220,10 +220,15 @@ absl::Status MethodImpl::CheckCallerTensor(const char* what, size_t index, const
     const DeviceRuntime* runtime = runtime_->devices().Find(io.device);
     if (runtime == nullptr || !runtime->Owns(ref.data, bytes)) {
       const bool freed = runtime != nullptr && runtime->WasFreed(ref.data);
+      // Memory of the device whose allocation ends before the tensor does.
+      const bool short_allocation = runtime != nullptr && !freed && runtime->Owns(ref.data, 1);
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: the given pointer %p (%d bytes) claims to be %s memory, but it is %s", label(),
           ref.data, bytes, io.device_label,
-          freed ? "memory of that device that was freed" : "not memory of that device"));
+          freed              ? "memory of that device that was freed"
+          : short_allocation ? "memory of that device whose allocation ends before the "
+                               "tensor's last byte"
+                             : "not memory of that device"));
     }
   } else if (runtime_->devices().MayBeDeviceMemory(ref.data)) {
     // Ruled out in O(1) above for pointers outside every device's allocations.

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ferry/base/status_macros.h"
+#include "ferry/base/text.h"
 #include "ferry/loader/executorch/internal/method_importer.h"
 #include "ferry/loader/executorch/ops/ops.h"
 #include "ferry/loader/internal/untrusted_bytes.h"
@@ -100,7 +101,7 @@ MethodImporter::MethodImporter(const EtMethod& et, size_t method_index, const Et
     : et_(et), method_index_(method_index), data_(data), constants_(*constants) {}
 
 absl::StatusOr<MethodDef> MethodImporter::Run() {
-  def_.name = et_.name;
+  def_.name = SanitizeName(et_.name);
   def_.exporter_arenas = EtExporterArenas(et_);
   latest_.assign(et_.values.size(), -1);
   // Each use of an int or tensor list copies it. A file may make one list serve many
@@ -163,7 +164,7 @@ void MethodImporter::WriteBackStates() {
 
 // "method "forward", instruction 3 (aten::add.out)"
 std::string MethodImporter::Where() const {
-  std::string where = absl::StrCat("method \"", et_.name, "\"");
+  std::string where = absl::StrCat("method \"", def_.name, "\"");
   if (instruction_ >= 0) {
     absl::StrAppend(&where, ", instruction ", instruction_);
     if (!op_name_.empty()) absl::StrAppend(&where, " (", op_name_, ")");
@@ -265,11 +266,13 @@ absl::Status MethodImporter::ImportInstruction(const EtInstruction& instruction)
       return Unimplemented(absl::StrCat("a ", EtInstructionKindName(instruction.kind),
                                         " instruction; only kernel calls are supported"));
   }
-  op_name_ = et_.operators[instruction.op_index].FullName();
-  const EtOpMapping* mapping = FindEtOp(op_name_);
+  // Looked up by the file's name; named in messages and nodes escaped (base/text.h).
+  const std::string full_name = et_.operators[instruction.op_index].FullName();
+  op_name_ = SanitizeName(full_name);
+  const EtOpMapping* mapping = FindEtOp(full_name);
   if (mapping == nullptr) {
-    return Unimplemented(absl::StrCat("op \"", absl::CHexEscape(op_name_), "\" is not supported",
-                                      OtherUnsupportedOps()));
+    return Unimplemented(absl::StrCat("op \"", op_name_, "\" is not supported",
+                                      OtherUnsupportedOps(instruction.op_index)));
   }
   // The schema's arguments, then `out`, then the returned value (the same as `out`); an
   // in-place op has no `out` and returns its argument 0.
@@ -297,7 +300,7 @@ absl::Status MethodImporter::ImportInstruction(const EtInstruction& instruction)
 // After the first unsupported op, the method's other unsupported ops, so that one attempt names
 // everything missing: "; 2 more unsupported ops: a.out (instruction 7, 3 calls), b.out
 // (instruction 9)". Empty when there is none. Built only on this error path.
-std::string MethodImporter::OtherUnsupportedOps() const {
+std::string MethodImporter::OtherUnsupportedOps(int32_t named) const {
   struct Seen {
     int first = -1;
     int calls = 0;
@@ -309,8 +312,7 @@ std::string MethodImporter::OtherUnsupportedOps() const {
     if (call.kind != EtInstructionKind::kKernelCall) continue;
     Seen& seen = by_operator[call.op_index];
     if (seen.first < 0) {
-      const std::string name = et_.operators[call.op_index].FullName();
-      if (name == op_name_ || FindEtOp(name) != nullptr) {
+      if (call.op_index == named || FindEtOp(et_.operators[call.op_index].FullName()) != nullptr) {
         seen.first = -2;  // supported, or the one already named
         continue;
       }
@@ -324,7 +326,7 @@ std::string MethodImporter::OtherUnsupportedOps() const {
       absl::StrCat("; ", order.size(), " more unsupported op", order.size() == 1 ? "" : "s", ": ");
   for (size_t k = 0; k < order.size(); ++k) {
     const Seen& seen = by_operator[order[k]];
-    absl::StrAppend(&out, k == 0 ? "" : ", ", absl::CHexEscape(et_.operators[order[k]].FullName()),
+    absl::StrAppend(&out, k == 0 ? "" : ", ", SanitizeName(et_.operators[order[k]].FullName()),
                     " (instruction ", seen.first,
                     seen.calls > 1 ? absl::StrCat(", ", seen.calls, " calls") : "", ")");
   }
@@ -337,7 +339,7 @@ std::string MethodImporter::OtherUnsupportedOps() const {
 // the arguments, be tensors and appear once.
 absl::Status MethodImporter::ImportDelegateCall(const EtInstruction& instruction) {
   const EtDelegate& d = et_.delegates[instruction.delegate_index];
-  op_name_ = absl::StrCat("delegate call to backend \"", d.backend_id, "\"");
+  op_name_ = absl::StrCat("delegate call to backend \"", SanitizeName(d.backend_id), "\"");
   const size_t copied = DelegateCallBytes(d);
   if (!internal::Spend(&delegate_budget_, copied)) {
     return Invalid(absl::StrCat(
@@ -362,7 +364,7 @@ absl::Status MethodImporter::ImportDelegateCall(const EtInstruction& instruction
         "supported"));
   }
   NodeDef node;
-  node.name = absl::StrCat(d.backend_id, " (instruction ", instruction_, ")");
+  node.name = absl::StrCat(SanitizeName(d.backend_id), " (instruction ", instruction_, ")");
   node.kind = NodeKind::kDelegate;
   node.mutable_delegate().backend = d.backend_id;
   // Duplicates found through hash sets: the lists come from the file, whatever their length.
@@ -522,8 +524,8 @@ absl::StatusOr<ValueId> MethodImporter::ReadTensor(int32_t v) {
                                   "neither an input nor a constant"));
   }
   ValueDef value;
-  value.name =
-      t.fully_qualified_name.empty() ? absl::StrCat("value ", v) : t.fully_qualified_name;
+  value.name = t.fully_qualified_name.empty() ? absl::StrCat("value ", v)
+                                              : SanitizeName(t.fully_qualified_name);
   // Mutable state with initial data (a buffer the program updates, a weight a training step
   // writes) persists across calls, like Ferry's states; its initial data is copied like a
   // constant's.
@@ -548,7 +550,8 @@ absl::StatusOr<ValueId> MethodImporter::ReadTensor(int32_t v) {
 // The bytes of external tensor `v`, from the data file's entry of the same name.
 absl::StatusOr<absl::Span<const uint8_t>> MethodImporter::ExternalData(int32_t v) const {
   const EtTensor& t = et_.values[v].tensor;
-  const std::string what = absl::StrCat("value ", v, " (\"", t.fully_qualified_name, "\")");
+  const std::string what =
+      absl::StrCat("value ", v, " (\"", SanitizeName(t.fully_qualified_name), "\")");
   if (data_ == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         Where(), ": ", what,
@@ -560,7 +563,7 @@ absl::StatusOr<absl::Span<const uint8_t>> MethodImporter::ExternalData(int32_t v
     return absl::NotFoundError(absl::StrCat(Where(), ": ", what,
                                             " has its data in an external data file, but the "
                                             "data file has no entry named \"",
-                                            t.fully_qualified_name, "\""));
+                                            SanitizeName(t.fully_qualified_name), "\""));
   }
   if (entry->tensor.has_value()) {
     const EtDataTensorLayout& layout = *entry->tensor;
@@ -908,13 +911,15 @@ absl::StatusOr<EtImport> ImportExecuTorchProgram(const EtProgram& program,
   EtImport import;
   internal::PendingConstants constants;
   for (const EtMethod& et : program.methods) {
-    import.method_order.push_back(et.name);
+    // Method names are escaped like every name from the file (base/text.h): what method_names()
+    // lists is what method() finds.
+    import.method_order.push_back(SanitizeName(et.name));
     const size_t pending = constants.size();
     internal::MethodImporter importer(et, import.methods.size(), options.data, &constants);
     absl::StatusOr<MethodDef> method = importer.Run();
     if (!method.ok()) {
       constants.Truncate(pending);  // nothing of a refused method is copied
-      import.refused.push_back({et.name, method.status()});
+      import.refused.push_back({import.method_order.back(), method.status()});
       continue;
     }
     import.methods.push_back(*std::move(method));

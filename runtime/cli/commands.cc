@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "ferry/base/text.h"
 #include "ferry/loader/program.h"
 #include "ferry/runtime/cli/internal.h"
 
@@ -22,7 +24,18 @@ double MicrosSince(Clock::time_point start) {
 }
 
 int Fail(std::FILE* err, const absl::Status& status) {
-  std::fprintf(err, "ferry: %s\n", std::string(status.message()).c_str());
+  // The whole message, whatever bytes it holds: names from files are escaped where messages are
+  // made (base/text.h); what is left is escaped here rather than cut short at a NUL or written
+  // raw to the terminal. Lines stay lines.
+  std::string text = "ferry: ";
+  bool first = true;
+  for (absl::string_view line : absl::StrSplit(status.message(), '\n')) {
+    if (!first) text.push_back('\n');
+    first = false;
+    absl::StrAppend(&text, EscapeControls(line));
+  }
+  text.push_back('\n');
+  std::fwrite(text.data(), 1, text.size(), err);
   return kExitError;
 }
 

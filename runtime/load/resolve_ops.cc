@@ -8,6 +8,7 @@
 
 #include "absl/types/span.h"
 #include "ferry/base/status_macros.h"
+#include "ferry/base/text.h"
 #include "ferry/runtime/internal/method_loader.h"
 
 namespace ferry {
@@ -210,7 +211,7 @@ absl::Status MethodLoader::ResolveHostOp(size_t n, const NodeDef& node, ResolveS
   s.last_schema = schema;
   if (schema == nullptr) {
     return absl::UnimplementedError(
-        absl::StrCat(NodeContext(n), ": unknown op \"", node.op,
+        absl::StrCat(NodeContext(n), ": unknown op \"", EscapeUntrusted(node.op),
                      "\"; register it with Runtime::ops().Register before loading"));
   }
   schemas_[n] = schema;
@@ -297,10 +298,10 @@ absl::Status MethodLoader::ResolveDelegate(size_t n, const NodeDef& node, Tensor
                                            NodeEffects& effects) {
   const Backend* backend = rt_.FindBackend(node.delegate().backend);
   if (backend == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat(NodeContext(n), ": no backend named \"", node.delegate().backend,
-                     "\" is registered; register one under that name with Runtime::RegisterBackend "
-                     "before loading"));
+    return absl::NotFoundError(absl::StrCat(
+        NodeContext(n), ": no backend named \"", EscapeUntrusted(node.delegate().backend),
+        "\" is registered; register one under that name with Runtime::RegisterBackend "
+        "before loading"));
   }
   backends_[n] = backend;
   payload_bytes_ += node.delegate().payload.size();

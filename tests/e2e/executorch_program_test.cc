@@ -809,5 +809,26 @@ TEST(ExecuTorchProgramTest, DnfTrainingForwardRunsFromItsMutableState) {
   }
 }
 
+// The reliability reproducers (../shared/repro3): an operator name holding a NUL and control
+// bytes is named in full, escaped; a 1 GiB output is summarised a chunk at a time.
+TEST(ExecuTorchProgramTest, ReproducersGiveAClearMessageOrRun) {
+  const std::filesystem::path repro = std::filesystem::path(FERRY_SHARED_DIR) / "repro3";
+  if (!std::filesystem::is_directory(repro)) GTEST_SKIP() << repro.string() << " is absent";
+  cli::Options o;
+  o.command = "run";
+  o.program = (repro / "op_name_with_nul_truncates_message.pte").string();
+  o.calls = 1;
+  o.warmup = 0;
+  CliResult nul = RunCli(o);
+  EXPECT_EQ(nul.code, cli::kExitError);
+  EXPECT_EQ(nul.err.find('\0'), std::string::npos);
+  EXPECT_THAT(nul.err, AllOf(HasSubstr("\\x00"), HasSubstr("is not supported")));
+  for (char c : nul.err) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c != 0x7f)) << int{c};
+  o.program = (repro / "expand_to_1GiB_output.pte").string();
+  CliResult big = RunCli(o);
+  EXPECT_EQ(big.code, cli::kExitOk) << big.err;
+  EXPECT_THAT(big.out, HasSubstr("float32[268435456] on host: sum 0 min 0 max 0"));
+}
+
 }  // namespace
 }  // namespace ferry

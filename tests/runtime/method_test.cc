@@ -241,6 +241,15 @@ TEST(CallerBuffers, FreedDeviceMemoryIsNamedAsFreed) {
   EXPECT_THAT(method->SetInput(0, TensorView(DType::kFloat32, {2, 2}, freed, Device::Sim(0))),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("input 0 (\"a\")"), HasSubstr("was freed"))));
+  // A live allocation too short for the tensor is named as such.
+  {
+    ASSERT_OK_AND_ASSIGN(DeviceBuffer small, DeviceBuffer::Allocate(*sim0, 8, 64));
+    EXPECT_THAT(
+        method->SetInput(0, TensorView(DType::kFloat32, {2, 2}, small.data(), Device::Sim(0))),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 HasSubstr("memory of that device whose allocation ends before the tensor's "
+                           "last byte")));
+  }
   // Memory that was never the device's is not called freed.
   float host[4] = {};
   EXPECT_THAT(method->SetInput(0, TensorView(DType::kFloat32, {2, 2}, host, Device::Sim(0))),

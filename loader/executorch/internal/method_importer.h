@@ -157,7 +157,8 @@ class MethodImporter {
   absl::Status AddInputs();
   absl::Status SetOutputs();
   void WriteBackStates();
-  std::string OtherUnsupportedOps() const;
+  // The method's unsupported ops after the current instruction, but operator `named`.
+  std::string OtherUnsupportedOps(int32_t named) const;
   absl::Status ImportInstruction(const EtInstruction& instruction);
   absl::Status ImportDelegateCall(const EtInstruction& instruction);
   void Annotate(int32_t v, ValueId id);

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "ferry/base/status_macros.h"
+#include "ferry/base/text.h"
 #include "ferry/loader/ferry/internal/table_verifier.h"
 #include "ferry/loader/file_identifiers.h"
 #include "ferry/loader/internal/untrusted_bytes.h"
@@ -333,7 +334,7 @@ class MethodVerifier {
     if (name.empty()) {
       out.name = absl::StrCat("value ", v);
     } else {
-      out.name.assign(name.data(), name.size());
+      out.name = SanitizeName(name);
     }
     out.kind = ToKind(kind);
     return out;
@@ -517,7 +518,7 @@ class MethodVerifier {
       if (call != nullptr) FERRY_RETURN_IF_ERROR(VerifyDelegate(n, *node, *call));
       if (out_ == nullptr) continue;
       NodeDef& out = out_->nodes.emplace_back();
-      out.name.assign(name.data(), name.size());
+      out.name = SanitizeName(name);  // names reach messages: escaped (base/text.h)
       FillList(out.args, arg_ids, num_args);
       FillList(out.results, result_ids, num_results);
       if (host != nullptr) {
@@ -721,7 +722,7 @@ absl::Status VerifyMethods(const fbs::Program& program, absl::Span<const uint8_t
     MethodDef* def = nullptr;
     if (out != nullptr) {
       def = &out->emplace_back();
-      def->name = std::string(name);
+      def->name = SanitizeName(name);
     }
     FERRY_RETURN_IF_ERROR(
         MethodVerifier(program, bytes, options, *method, MethodLabel(m, name), budget, def)

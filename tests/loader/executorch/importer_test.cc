@@ -159,6 +159,25 @@ TEST(EtImporter, EveryUnsupportedOpIsNamedAtOnce) {
                        ::testing::EndsWith("op \"my::first.out\" is not supported")));
 }
 
+// Names from the file reach messages and the model escaped: a NUL cuts nothing short, and no
+// control byte or escape sequence gets through.
+TEST(EtImporter, NamesFromTheFileAreEscaped) {
+  EtProgram p =
+      OneMethod({FloatTensor({4}), FloatTensor({4})}, {0}, {1},
+                {{std::string("my::o\0p\x1b[2J", 11), "out"}}, {KernelCall(0, {0, 1, 1})});
+  p.methods[0].name = "fwd\n\x07";
+  ASSERT_OK_AND_ASSIGN(EtImport imported, ImportExecuTorchProgram(p));
+  EXPECT_THAT(imported.method_order, ElementsAre("fwd\\x0a\\x07"));
+  ASSERT_EQ(imported.refused.size(), 1u);
+  EXPECT_EQ(imported.refused[0].name, "fwd\\x0a\\x07");
+  const std::string message(imported.refused[0].status.message());
+  EXPECT_EQ(message.find('\0'), std::string::npos);
+  EXPECT_EQ(message.find('\x1b'), std::string::npos);
+  EXPECT_THAT(message, HasSubstr("method \"fwd\\x0a\\x07\", instruction 0 "
+                                 "(my::o\\x00p\\x1b[2J.out): op \"my::o\\x00p\\x1b[2J.out\" is "
+                                 "not supported"));
+}
+
 // A metadata method as exporters write them (no instructions, outputs of every non-tensor kind)
 // and one that takes an int: values fixed at export, returned as they are.
 EtProgram NonTensorProgram() {
