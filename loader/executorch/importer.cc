@@ -187,11 +187,9 @@ absl::StatusOr<Scalar> MethodImporter::NonTensor(int32_t v, absl::string_view wh
     case EtValueKind::kNull:
       return Scalar::None();
     case EtValueKind::kInt:
-      return Scalar::Int(value.int_value);
     case EtValueKind::kDouble:
-      return Scalar::Double(value.double_value);
     case EtValueKind::kBool:
-      return Scalar::Bool(value.bool_value);
+      return NumberValue(v, what);
     case EtValueKind::kString:
       return Scalar::String(value.string_value);
     case EtValueKind::kIntList: {
@@ -800,6 +798,16 @@ absl::Status MethodImporter::MapUnary(absl::string_view op, int32_t self, int32_
   FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(self));
   FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
   AddNode(op, {a}, r);
+  return absl::OkStatus();
+}
+
+absl::Status MethodImporter::MapTensorNumber(absl::string_view op, int32_t self, int32_t number,
+                                             absl::string_view what, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(Scalar n, NumberValue(number, what));
+  FERRY_ASSIGN_OR_RETURN(ValueId a, ReadTensor(self));
+  const ValueId b = AddScalar(std::move(n), absl::StrCat("value ", number));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, Produce(out));
+  AddNode(op, {a, b}, r);
   return absl::OkStatus();
 }
 

@@ -134,6 +134,9 @@ class MethodImporter {
 
   // The host op `op` on tensor `self` into a new value for `out` (relu, clone).
   absl::Status MapUnary(absl::string_view op, int32_t self, int32_t out);
+  // Ferry op `op`(self, number): `number` an Int, Double or Bool value (`what` names it).
+  absl::Status MapTensorNumber(absl::string_view op, int32_t self, int32_t number,
+                               absl::string_view what, int32_t out);
   // A *_copy op: the view `view_op(self, extra...)`, then a clone into `out`, so that the result
   // is a fresh tensor as ExecuTorch's semantics require.
   absl::Status ViewThenClone(absl::string_view view_op, int32_t self, std::vector<Scalar> extra,

@@ -79,12 +79,7 @@ absl::Status ImportDimOrderCopy(MethodImporter& m, absl::Span<const int32_t> arg
 
 // eq.Scalar(self, other).
 absl::Status ImportEqScalar(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
-  FERRY_ASSIGN_OR_RETURN(Scalar other, m.NumberValue(args[1], "other"));
-  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
-  const ValueId o = m.AddScalar(std::move(other), absl::StrCat("value ", args[1]));
-  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode("eq", {a, o}, r);
-  return absl::OkStatus();
+  return m.MapTensorNumber("eq", args[0], args[1], "other", out);
 }
 
 // where.self(condition, self, other).

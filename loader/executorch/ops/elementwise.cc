@@ -31,22 +31,12 @@ absl::Status ImportBinary(MethodImporter& m, absl::Span<const int32_t> args, int
 template <const char* kOp, bool kAlpha>
 absl::Status ImportBinaryScalar(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
   if constexpr (kAlpha) FERRY_RETURN_IF_ERROR(m.RequireOne(args[2], "alpha"));
-  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
-  FERRY_ASSIGN_OR_RETURN(Scalar other, m.NumberValue(args[1], "other"));
-  const ValueId b = m.AddScalar(std::move(other), absl::StrCat("value ", args[1]));
-  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode(kOp, {a, b}, r);
-  return absl::OkStatus();
+  return m.MapTensorNumber(kOp, args[0], args[1], "other", out);
 }
 
 // pow.Tensor_Scalar_out(self, exponent).
 absl::Status ImportPowTensorScalar(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
-  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
-  FERRY_ASSIGN_OR_RETURN(Scalar exponent, m.NumberValue(args[1], "exponent"));
-  const ValueId e = m.AddScalar(std::move(exponent), absl::StrCat("value ", args[1]));
-  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode("pow", {a, e}, r);
-  return absl::OkStatus();
+  return m.MapTensorNumber("pow", args[0], args[1], "exponent", out);
 }
 
 // full_like.out(self, fill_value, memory_format): a tensor of self's shape and out's dtype, every
