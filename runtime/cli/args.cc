@@ -269,9 +269,12 @@ int ApplyOption(const std::string& arg, const char* value, Options* options, std
     std::vector<double> values;
     for (absl::string_view v : absl::StrSplit(parts[1], ',')) {
       double d = 0;
-      if (!absl::SimpleAtod(v, &d)) {
-        std::fprintf(err, "ferry: --input %s: \"%s\" is not a number\n", parts[0].c_str(),
-                     std::string(v).c_str());
+      // true and false stand for 1 and 0 (bool inputs, tensors or not).
+      if (v == "true" || v == "false") {
+        d = v == "true" ? 1.0 : 0.0;
+      } else if (!absl::SimpleAtod(v, &d)) {
+        std::fprintf(err, "ferry: --input %s: \"%s\" is not a number (or true, false)\n",
+                     parts[0].c_str(), std::string(v).c_str());
         return kExitUsage;
       }
       values.push_back(d);

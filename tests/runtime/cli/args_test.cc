@@ -158,6 +158,10 @@ TEST(ParseArgsTest, FillsTheOptions) {
   EXPECT_EQ(o.inputs.at("pos"), (std::vector<double>{1, 2}));
   EXPECT_EQ(p.out, "");
   EXPECT_EQ(p.err, "");
+  // true and false stand for 1 and 0.
+  Parsed flags = Parse({"run", "--input", "mask=true,false,1"});
+  ASSERT_EQ(flags.code, -1) << flags.err;
+  EXPECT_EQ(flags.options.inputs.at("mask"), (std::vector<double>{1, 0, 1}));
 
   // Defaults: the given default program, and each command's number of calls.
   p = Parse({"bench", "--json"});
@@ -188,7 +192,7 @@ TEST(ParseArgsTest, ArgumentErrorsAreUsageErrors) {
   const Case cases[] = {
       {{"run", "a.ferry", "b.ferry"}, "unexpected argument \"b.ferry\""},
       {{"run", "--input", "pos"}, "--input expects NAME=V,V"},
-      {{"run", "--input", "pos=1,a"}, "\"a\" is not a number"},
+      {{"run", "--input", "pos=1,a"}, "\"a\" is not a number (or true, false)"},
       {{"run", "--method"}, "--method needs a value"},
   };
   for (const Case& c : cases) {
