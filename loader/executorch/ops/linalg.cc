@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "ferry/base/status_macros.h"
 #include "ferry/loader/executorch/internal/method_importer.h"
@@ -12,13 +13,28 @@
 namespace ferry::internal {
 namespace {
 
-// mm(self, mat2).
+// mm(self, mat2), and bmm once its shapes are checked.
 absl::Status ImportMm(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
   FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
   FERRY_ASSIGN_OR_RETURN(ValueId b, m.ReadTensor(args[1]));
   FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
   m.AddNode("matmul", {a, b}, r);
   return absl::OkStatus();
+}
+
+// bmm(self, mat2): [b, n, k] @ [b, k, m]. Ferry's matmul broadcasts batches, ATen's bmm does
+// not: the shapes are checked here, so a program ATen would refuse is refused too.
+absl::Status ImportBmm(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(TensorMeta a_meta, m.MetaOf(args[0]));
+  FERRY_ASSIGN_OR_RETURN(TensorMeta b_meta, m.MetaOf(args[1]));
+  const auto& a = a_meta.sizes;
+  const auto& b = b_meta.sizes;
+  if (a.size() != 3 || b.size() != 3 || a[0] != b[0] || a[2] != b[1]) {
+    return m.Invalid(absl::StrCat("self is [", absl::StrJoin(a, ", "), "] and mat2 [",
+                                  absl::StrJoin(b, ", "),
+                                  "]; bmm takes [b, n, k] and [b, k, m] of one batch size b"));
+  }
+  return ImportMm(m, args, out);
 }
 
 // addmm(self, mat1, mat2, beta, alpha) = self + mat1 @ mat2: matmul, then add.
@@ -69,6 +85,7 @@ absl::Status ImportSoftmax(MethodImporter& m, absl::Span<const int32_t> args, in
 absl::Span<const EtOpMapping> LinalgEtOps() {
   static constexpr EtOpMapping kOps[] = {
       {"aten::mm.out", 2, &ImportMm},
+      {"aten::bmm.out", 2, &ImportBmm},
       {"aten::addmm.out", 5, &ImportAddmm},
       {"aten::linear.out", 3, &ImportLinear},
       {"aten::_softmax.out", 3, &ImportSoftmax},

@@ -95,6 +95,43 @@ TEST(EtLinalgOps, LinearLayerOpsRunAgainstANaiveReference) {
 }
 
 // x [2, 3]: sm = _softmax(x, 1, false).
+// a [2, 3, 4] @ b [2, 4, 5], batch by batch, against a naive triple loop in double.
+TEST(EtLinalgOps, BmmRunsAgainstANaiveReference) {
+  EtProgram p = OneMethod({FloatTensor({2, 3, 4}), FloatTensor({2, 4, 5}), FloatTensor({2, 3, 5})},
+                          {0, 1}, {2}, {{"aten::bmm", "out"}}, {KernelCall(0, {0, 1, 2, 2})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> a(24), b(40);
+  for (int i = 0; i < 24; ++i) a[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+  for (int i = 0; i < 40; ++i) b[i] = 0.125f * static_cast<float>(i % 5) + 0.1f * (i / 20);
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3, 4}, a.data())));
+  ASSERT_OK(method->SetInput(1, TensorView::Host(DType::kFloat32, {2, 4, 5}, b.data())));
+  ASSERT_OK(method->Execute());
+  const float* y = method->Output(0).data_as<float>();
+  for (int batch = 0; batch < 2; ++batch) {
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 5; ++j) {
+        double sum = 0;
+        for (int k = 0; k < 4; ++k) {
+          sum += double{a[batch * 12 + i * 4 + k]} * b[batch * 20 + k * 5 + j];
+        }
+        EXPECT_NEAR(y[batch * 15 + i * 5 + j], sum, 1e-5) << batch << " " << i << " " << j;
+      }
+    }
+  }
+}
+
+TEST(EtLinalgOps, BmmOfUnequalBatchesIsRefused) {
+  // matmul would broadcast the batch of 1; bmm does not.
+  EtProgram p = OneMethod({FloatTensor({1, 3, 4}), FloatTensor({2, 4, 5}), FloatTensor({2, 3, 5})},
+                          {0, 1}, {2}, {{"aten::bmm", "out"}}, {KernelCall(0, {0, 1, 2, 2})});
+  EXPECT_THAT(MethodStatus(ThroughFile(p)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("instruction 0 (aten::bmm.out): self is [1, 3, 4] and mat2 [2, "
+                                 "4, 5]; bmm takes [b, n, k] and [b, k, m] of one batch size b")));
+}
+
 TEST(EtLinalgOps, SoftmaxRunsAgainstANaiveReference) {
   EtProgram p = OneMethod({FloatTensor({2, 3}), Int(1), Bool(false), FloatTensor({2, 3})}, {0}, {3},
                           {{"aten::_softmax", "out"}}, {KernelCall(0, {0, 1, 2, 3, 3})});
