@@ -28,6 +28,24 @@ std::string EscapeUntrusted(absl::string_view text, size_t max_bytes = kMaxUntru
 // capped, but quotes and backslashes kept, since a name is text, not a quoted literal.
 std::string SanitizeName(absl::string_view name);
 
+// Whether SanitizeName would return `name` as it is (printable ASCII, within the cap): readers
+// test this inline and copy the name straight, so that the common case costs one pass.
+inline bool IsPlainName(absl::string_view name) {
+  if (name.size() > kMaxUntrustedTextBytes) return false;
+  bool other = false;
+  for (const char c : name) other |= static_cast<unsigned char>(c - 0x20) > 0x5E;  // 0x20..0x7E
+  return !other;
+}
+
+// `*out` = SanitizeName(name), reusing `*out`'s storage when the name is plain.
+inline void AssignName(absl::string_view name, std::string* out) {
+  if (IsPlainName(name)) {
+    out->assign(name.data(), name.size());
+  } else {
+    *out = SanitizeName(name);
+  }
+}
+
 // For whole messages about to be printed: control characters and invalid UTF-8 as \xNN, as
 // above, but quotes and backslashes kept and nothing cut.
 std::string EscapeControls(absl::string_view text);

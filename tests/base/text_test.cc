@@ -47,6 +47,29 @@ TEST(SanitizeName, KeepsQuotesEscapesControlsAndCaps) {
   EXPECT_EQ(SanitizeName(std::string(300, 'n')), std::string(256, 'n') + "... (300 bytes)");
 }
 
+TEST(SanitizeName, PlainNamesAreKeptAsTheyAre) {
+  const struct {
+    std::string name;
+    bool plain;
+  } kCases[] = {{"aten::add.out", true},
+                {"a \"q\" \\", true},
+                {"", true},
+                {std::string(256, 'a'), true},
+                {std::string(257, 'a'), false},
+                {"caf\xC3\xA9", false},  // UTF-8: the full check
+                {"x\x7f", false},
+                {std::string(1, '\0'), false}};
+  for (const auto& c : kCases) {
+    EXPECT_EQ(IsPlainName(c.name), c.plain) << c.name;
+    if (c.plain) {
+      EXPECT_EQ(SanitizeName(c.name), c.name);
+    }
+    std::string out = "previous";
+    AssignName(c.name, &out);
+    EXPECT_EQ(out, SanitizeName(c.name));
+  }
+}
+
 TEST(EscapeControls, KeepsQuotesAndLengthEscapesTheRest) {
   const std::string message = std::string("method \"m\": op \"a\0b\x1b\" \\ ok", 26);
   EXPECT_EQ(EscapeControls(message), "method \"m\": op \"a\\x00b\\x1b\" \\ ok");

@@ -334,7 +334,7 @@ class MethodVerifier {
     if (name.empty()) {
       out.name = absl::StrCat("value ", v);
     } else {
-      out.name = SanitizeName(name);
+      AssignName(name, &out.name);
     }
     out.kind = ToKind(kind);
     return out;
@@ -518,7 +518,7 @@ class MethodVerifier {
       if (call != nullptr) FERRY_RETURN_IF_ERROR(VerifyDelegate(n, *node, *call));
       if (out_ == nullptr) continue;
       NodeDef& out = out_->nodes.emplace_back();
-      out.name = SanitizeName(name);  // names reach messages: escaped (base/text.h)
+      AssignName(name, &out.name);  // names reach messages: escaped (base/text.h)
       FillList(out.args, arg_ids, num_args);
       FillList(out.results, result_ids, num_results);
       if (host != nullptr) {
