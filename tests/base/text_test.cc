@@ -70,6 +70,20 @@ TEST(SanitizeName, PlainNamesAreKeptAsTheyAre) {
   }
 }
 
+TEST(SanitizeName, PlainCheckAgreesWithAByteByByteOneAtEveryPosition) {
+  // Every byte value at every position of names of 1 to 17 bytes (the 8-byte words and tails).
+  for (size_t length = 1; length <= 17; ++length) {
+    for (size_t at = 0; at < length; ++at) {
+      for (int b = 0; b < 256; ++b) {
+        std::string name(length, 'm');
+        name[at] = static_cast<char>(b);
+        const bool want = b >= 0x20 && b <= 0x7E;
+        ASSERT_EQ(IsPlainName(name), want) << "length " << length << ", byte " << b << " at " << at;
+      }
+    }
+  }
+}
+
 TEST(EscapeControls, KeepsQuotesAndLengthEscapesTheRest) {
   const std::string message = std::string("method \"m\": op \"a\0b\x1b\" \\ ok", 26);
   EXPECT_EQ(EscapeControls(message), "method \"m\": op \"a\\x00b\\x1b\" \\ ok");
