@@ -89,10 +89,20 @@ absl::Status RunCopy(const CopyExec& c) {
   return absl::InternalError("unknown copy direction");
 }
 
-std::string MethodImpl::IoLabel(const char* what, size_t index) const {
-  const std::vector<IoInfo>& ios = what[0] == 'i' ? plan_.inputs : plan_.outputs;
-  return absl::StrCat("method \"", def_->name, "\": ", what, " ", index, " (\"",
+std::string MethodImpl::IoLabel(Io io, size_t index) const {
+  const bool input = io == Io::kInput;
+  const std::vector<IoInfo>& ios = input ? plan_.inputs : plan_.outputs;
+  return absl::StrCat("method \"", def_->name, "\": ", input ? "input " : "output ", index, " (\"",
                       absl::CHexEscape(ios[index].name), "\")");
+}
+
+absl::Status MethodImpl::CheckIndex(Io io, size_t index) const {
+  const bool input = io == Io::kInput;
+  const size_t count = input ? plan_.inputs.size() : plan_.outputs.size();
+  if (index < count) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("method \"", def_->name, "\": ", input ? "input " : "output ", index,
+                   " is out of range; the method has ", count, input ? " inputs" : " outputs"));
 }
 
 std::string MethodImpl::NodeLabel(int32_t node) const {
@@ -322,14 +332,10 @@ absl::Status MethodImpl::CheckCallerMemory() const {
 }
 
 absl::Status MethodImpl::SetInput(size_t index, const TensorView& tensor) {
-  if (index >= input_set_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("method \"", def_->name, "\": input ", index,
-                                                   " is out of range; the method has ",
-                                                   input_set_.size(), " inputs"));
-  }
+  FERRY_RETURN_IF_ERROR(CheckIndex(Io::kInput, index));
   if (const Scalar* traced = plan_.inputs[index].value; traced != nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat(IoLabel("input", index), " is ", KindWithArticle(traced->kind),
+        absl::StrCat(IoLabel(Io::kInput, index), " is ", KindWithArticle(traced->kind),
                      ", not a tensor; set it with SetInput(", index, ", Scalar)"));
   }
   const int32_t b = plan_.placement.input_buffers[index];
@@ -341,14 +347,10 @@ absl::Status MethodImpl::SetInput(size_t index, const TensorView& tensor) {
 }
 
 absl::Status MethodImpl::SetOutputBuffer(size_t index, const TensorView& tensor) {
-  if (index >= plan_.outputs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("method \"", def_->name, "\": output ", index,
-                                                   " is out of range; the method has ",
-                                                   plan_.outputs.size(), " outputs"));
-  }
+  FERRY_RETURN_IF_ERROR(CheckIndex(Io::kOutput, index));
   if (const Scalar* value = plan_.outputs[index].value; value != nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat(IoLabel("output", index), " is ", KindWithArticle(value->kind),
+        absl::StrCat(IoLabel(Io::kOutput, index), " is ", KindWithArticle(value->kind),
                      ", not a tensor, so it has no buffer; read it with OutputValue(", index, ")"));
   }
   const LargeTable<PlannedBuffer>& buffers = plan_.placement.buffers;
@@ -379,25 +381,21 @@ TensorView MethodImpl::Output(size_t index) const {
 }
 
 absl::Status MethodImpl::SetInput(size_t index, const Scalar& value) {
-  if (index >= input_set_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("method \"", def_->name, "\": input ", index,
-                                                   " is out of range; the method has ",
-                                                   input_set_.size(), " inputs"));
-  }
+  FERRY_RETURN_IF_ERROR(CheckIndex(Io::kInput, index));
   const Scalar* traced = plan_.inputs[index].value;
   if (traced == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat(IoLabel("input", index), " is a tensor; set it with SetInput(", index,
+        absl::StrCat(IoLabel(Io::kInput, index), " is a tensor; set it with SetInput(", index,
                      ", TensorView), not ", KindWithArticle(value.kind)));
   }
   if (MatchesTraced(value, *traced)) return absl::OkStatus();
   if (value.kind != traced->kind) {
     return absl::InvalidArgumentError(
-        absl::StrCat(IoLabel("input", index), " is ", KindWithArticle(traced->kind), ", given ",
+        absl::StrCat(IoLabel(Io::kInput, index), " is ", KindWithArticle(traced->kind), ", given ",
                      KindWithArticle(value.kind), " (", value.ToString(), ")"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      IoLabel("input", index), " is fixed at ", traced->ToString(),
+      IoLabel(Io::kInput, index), " is fixed at ", traced->ToString(),
       ", the value the program was traced with; given ", value.ToString(),
       traced->kind == Scalar::Kind::kDouble || traced->kind == Scalar::Kind::kDoubleList
           ? " (doubles match within 1e-4 + 1e-5 * |traced|)"
@@ -406,24 +404,20 @@ absl::Status MethodImpl::SetInput(size_t index, const Scalar& value) {
 
 absl::StatusOr<const Scalar*> MethodImpl::OutputValue(size_t index,
                                                       std::optional<Scalar::Kind> kind) const {
-  if (index >= plan_.outputs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("method \"", def_->name, "\": output ", index,
-                                                   " is out of range; the method has ",
-                                                   plan_.outputs.size(), " outputs"));
-  }
+  FERRY_RETURN_IF_ERROR(CheckIndex(Io::kOutput, index));
   const Scalar* value = plan_.outputs[index].value;
   if (value == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(IoLabel("output", index), " is a tensor; read it with Output(", index, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        IoLabel(Io::kOutput, index), " is a tensor; read it with Output(", index, ")"));
   }
   if (kind.has_value() && value->kind != *kind) {
-    return absl::InvalidArgumentError(absl::StrCat(IoLabel("output", index), " is ",
+    return absl::InvalidArgumentError(absl::StrCat(IoLabel(Io::kOutput, index), " is ",
                                                    KindWithArticle(value->kind), ", not ",
                                                    KindWithArticle(*kind)));
   }
   if (last_execute_failed_ || !executed_) {
     return absl::FailedPreconditionError(
-        absl::StrCat(IoLabel("output", index),
+        absl::StrCat(IoLabel(Io::kOutput, index),
                      ": the method has not run successfully since it was loaded "
                      "or since its last failed Execute"));
   }

@@ -18,6 +18,25 @@
 namespace ferry::cli {
 namespace {
 
+// That `v` is a whole number in [lo, hi] (hi excluded when `hi_excluded`: int64's maximum is not
+// a double; every double in range converts exactly when it is whole). `range` names the integer
+// type, `kind` the input's dtype or kind.
+absl::Status CheckWhole(const IoInfo& io, double v, double lo, double hi, bool hi_excluded,
+                        absl::string_view range, absl::string_view kind) {
+  const bool in_range = v >= lo && (hi_excluded ? v < hi : v <= hi);
+  if (in_range && v == std::trunc(v)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "--input %s: %g is not a whole number in the range of %s, and input \"%s\" is %s", io.name, v,
+      range, io.name, kind));
+}
+
+// That `v` is 0 or 1.
+absl::Status CheckBool(const IoInfo& io, double v, absl::string_view kind) {
+  if (v == 0.0 || v == 1.0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "--input %s: %g is not 0 or 1, and input \"%s\" is %s", io.name, v, io.name, kind));
+}
+
 // Stores `v` as one element of input `io`, refusing what the dtype cannot hold: a float beyond
 // its finite range, an integer that is not a whole number in range (NaN included), a bool other
 // than 0 or 1.
@@ -33,16 +52,9 @@ absl::Status StoreElement(const IoInfo& io, double v, uint8_t* out) {
     }
     return absl::OkStatus();
   };
-  auto whole_within = [&](double lo, double hi) -> absl::Status {
-    // Every double in [lo, hi] converts exactly when it is whole (hi is exclusive for int64,
-    // whose maximum is not a double).
-    const bool in_range = io.dtype == DType::kInt64 ? (v >= lo && v < hi) : (v >= lo && v <= hi);
-    if (!in_range || v != std::trunc(v)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "--input %s: %g is not a whole number in the range of %s, and input \"%s\" is %s",
-          io.name, v, DTypeName(io.dtype), io.name, DTypeName(io.dtype)));
-    }
-    return absl::OkStatus();
+  auto whole_within = [&](double lo, double hi) {
+    return CheckWhole(io, v, lo, hi, io.dtype == DType::kInt64, DTypeName(io.dtype),
+                      DTypeName(io.dtype));
   };
   switch (io.dtype) {
     case DType::kFloat32:
@@ -75,10 +87,7 @@ absl::Status StoreElement(const IoInfo& io, double v, uint8_t* out) {
       FERRY_RETURN_IF_ERROR(whole_within(0.0, 255.0));
       return store(static_cast<uint8_t>(v));
     case DType::kBool:
-      if (v != 0.0 && v != 1.0) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "--input %s: %g is not 0 or 1, and input \"%s\" is bool", io.name, v, io.name));
-      }
+      FERRY_RETURN_IF_ERROR(CheckBool(io, v, "bool"));
       return store(static_cast<uint8_t>(v == 1.0 ? 1 : 0));
   }
   return absl::UnimplementedError(absl::StrCat("--input ", io.name, ": inputs of dtype ",
@@ -91,19 +100,12 @@ absl::Status StoreElement(const IoInfo& io, double v, uint8_t* out) {
 absl::StatusOr<Scalar> GivenScalar(const IoInfo& io, const std::vector<double>& values) {
   const Scalar::Kind kind = io.value->kind;
   auto whole = [&](double v) -> absl::StatusOr<int64_t> {
-    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0) || v != std::trunc(v)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "--input %s: %g is not a whole number in the range of int64, and input \"%s\" is %s",
-          io.name, v, io.name, ScalarKindName(kind)));
-    }
+    FERRY_RETURN_IF_ERROR(CheckWhole(io, v, -9223372036854775808.0, 9223372036854775808.0,
+                                     /*hi_excluded=*/true, "int64", ScalarKindName(kind)));
     return static_cast<int64_t>(v);
   };
   auto boolean = [&](double v) -> absl::StatusOr<bool> {
-    if (v != 0.0 && v != 1.0) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("--input %s: %g is not 0 or 1, and input \"%s\" is %s", io.name, v,
-                          io.name, ScalarKindName(kind)));
-    }
+    FERRY_RETURN_IF_ERROR(CheckBool(io, v, ScalarKindName(kind)));
     return v == 1.0;
   };
   const bool single =

@@ -130,8 +130,11 @@ class MethodImpl {
   // names both.
   absl::Status CheckCallerMemory() const;
   absl::Status StepError(const Step& step, const absl::Status& status) const;
-  // "input 1 (\"n\")": the caller's element, for errors.
-  std::string IoLabel(const char* what, size_t index) const;
+  enum class Io { kInput, kOutput };
+  // "method \"m\": input 1 (\"n\")": the caller's element, for errors.
+  std::string IoLabel(Io io, size_t index) const;
+  // InvalidArgument naming the method when `index` is no input (output) of it.
+  absl::Status CheckIndex(Io io, size_t index) const;
   std::string NodeLabel(int32_t node) const;
 
   const Runtime* runtime_ = nullptr;
