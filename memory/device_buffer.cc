@@ -1,5 +1,6 @@
 #include "ferry/memory/device_buffer.h"
 
+#include "ferry/base/sanitizers.h"
 #include "ferry/base/status_macros.h"
 
 namespace ferry {
@@ -21,7 +22,12 @@ absl::Status DeviceBuffer::Touch() {
 }
 
 void DeviceBuffer::Reset() {
-  if (runtime_ != nullptr && data_ != nullptr) runtime_->Free(data_);
+  if (runtime_ != nullptr && data_ != nullptr) {
+    // Method loading poisons the gaps of a host-memory arena under ASan; the allocator may hand
+    // the memory out again without going through ASan.
+    if (runtime_->uses_host_memory()) UnpoisonMemory(data_, size_);
+    runtime_->Free(data_);
+  }
   runtime_ = nullptr;
   data_ = nullptr;
   size_ = 0;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "ferry/base/sanitizers.h"
 #include "ferry/base/status_macros.h"
 #include "ferry/runtime/internal/method_loader.h"
 
@@ -27,6 +28,14 @@ absl::Status MethodLoader::Allocate() {
       FERRY_RETURN_IF_ERROR(arena.Touch());
       base = static_cast<char*>(arena.data());
       impl_.arenas_.push_back(std::move(arena));
+      if (kAddressSanitizer && dm.runtime->uses_host_memory()) {
+        // Under ASan, a kernel that reads or writes past its value into the arena's gaps or the
+        // value's alignment slack is reported (DeviceBuffer unpoisons the arena when freed).
+        PoisonMemory(base, dm.plan.arena_size);
+        for (size_t i = 0; i < dm.requests.size(); ++i) {
+          UnpoisonMemory(base + dm.plan.offsets[i], dm.requests[i].size);
+        }
+      }
     }
     for (size_t i = 0; i < dm.requests.size(); ++i) {
       if (dm.owners[i] >= 0) {

@@ -1,7 +1,8 @@
 // Load phase 7 (runtime/load/allocate.cc): arenas are touched at load, so the first call faults
 // none of their pages in; and an allocation that fails at any point of a load fails it with
 // ResourceExhausted naming the device, leaving nothing allocated, after which the load succeeds
-// and runs as the all-host run does.
+// and runs as the all-host run does. Under AddressSanitizer, a kernel that writes past its value
+// into the arena's slack is reported.
 #include <sys/resource.h>
 
 #include <cstdint>
@@ -9,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ferry/base/sanitizers.h"
+#include "ferry/kernels/op_registry.h"
 #include "ferry/loader/ferry/program_builder.h"
 #include "ferry/memory/devices/sim/sim_device.h"
 #include "ferry/runtime/runtime.h"
@@ -84,6 +87,61 @@ TEST(Allocate, AllocationFailureAtEveryPointOfLoad) {
   ASSERT_OK_AND_ASSIGN(auto placed, h.Run(*method));
   ASSERT_OK_AND_ASSIGN(auto host, h.RunAllHost());
   EXPECT_EQ(placed, host);
+}
+
+// "plus_one": x + 1, float32 [n]; with overrun_by_one set, it also writes one element past the end
+// of its result, as a kernel with an off-by-one bound would.
+bool overrun_by_one = false;
+
+absl::Status PlusOneInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  results[0].layout = TensorRef::Contiguous(DType::kFloat32, {args[0].tensor->sizes[0]});
+  return absl::OkStatus();
+}
+
+absl::Status PlusOneKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const int64_t n = args[0].tensor->sizes[0];
+  const float* in = static_cast<const float*>(args[0].tensor->data);
+  float* out = static_cast<float*>(results[0]->data);
+  for (int64_t i = 0; i < n; ++i) out[i] = in[i] + 1.0f;
+  if (overrun_by_one) out[n] = 0.0f;
+  return absl::OkStatus();
+}
+
+TEST(Allocate, AKernelWritingPastItsValueIsCaughtUnderAddressSanitizer) {
+  OpSchema plus_one;
+  plus_one.name = "plus_one";
+  plus_one.min_args = plus_one.max_args = 1;
+  plus_one.infer = &PlusOneInfer;
+  plus_one.kernel = &PlusOneKernel;
+  OpRegistry writer = OpRegistry::WithBuiltIns();
+  ASSERT_OK(writer.Register(plus_one));
+  ProgramBuilder pb(&writer);
+  MethodBuilder& m = pb.AddMethod("forward");
+  ValueId x = m.Input("x", DType::kFloat32, {3});
+  // 12 bytes in the host arena, then the slack up to the arena's 64-byte alignment.
+  ValueId y = m.Op("plus_one", {x}, "y");
+  m.Output(m.Op("neg", {y}, "z"));
+  ASSERT_OK_AND_ASSIGN(auto program, Program::FromBytes(std::move(pb.Build()).value()));
+  Runtime rt;
+  ASSERT_OK(rt.ops().Register(plus_one));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> input = {1.0f, 2.0f, -4.0f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {3}, input.data())));
+  // Poisoning leaves every byte the kernels may touch usable.
+  overrun_by_one = false;
+  ASSERT_OK(method->Execute());
+  const float* z = method->Output(0).data_as<float>();
+  EXPECT_EQ(z[0], -2.0f);
+  EXPECT_EQ(z[1], -3.0f);
+  EXPECT_EQ(z[2], 3.0f);
+  if (!kAddressSanitizer) GTEST_SKIP() << "built without AddressSanitizer";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        overrun_by_one = true;
+        (void)method->Execute();
+      },
+      "use-after-poison");
 }
 
 }  // namespace
