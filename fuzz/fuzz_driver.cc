@@ -52,7 +52,8 @@ absl::Status BindInputs(Method& method, std::vector<std::vector<uint8_t>>& stora
 MethodOutcome DriveMethod(const Runtime& runtime, const Program& program, std::string name) {
   MethodOutcome outcome;
   outcome.name = std::move(name);
-  absl::StatusOr<std::unique_ptr<Method>> method = runtime.LoadMethod(program, outcome.name);
+  absl::StatusOr<std::unique_ptr<Method>> method =
+      runtime.LoadMethod(program, outcome.name, FuzzLoadOptions());
   outcome.load = method.status();
   if (!method.ok()) return outcome;
   std::vector<std::vector<uint8_t>> storage;
@@ -108,6 +109,16 @@ RuntimeOptions FuzzRuntimeOptions() {
 const Runtime& FuzzRuntime() {
   static const Runtime* runtime = new Runtime(FuzzRuntimeOptions());
   return *runtime;
+}
+
+LoadOptions FuzzLoadOptions() {
+  LoadOptions options;
+  options.memory_limits[Device::Host()] = kMaxDeviceBytes;
+  for (int i = 0; i < FuzzRuntimeOptions().sim.count; ++i) {
+    options.memory_limits[Device::Sim(i)] = kMaxDeviceBytes;
+  }
+  options.table_memory_limit_bytes = kMaxTableBytes;
+  return options;
 }
 
 DriveResult DriveBytes(const Runtime& runtime, absl::Span<const uint8_t> bytes) {

@@ -10,6 +10,10 @@
 // (or a sanitizer report) is a finding. The result records every status so that tests can make
 // assertions about specific inputs.
 //
+// Each method loads under FuzzLoadOptions: at most kMaxDeviceBytes on each device and
+// kMaxTableBytes of load tables, so a small program that asks for gigabytes is refused at load
+// (ResourceExhausted) instead of taking the fuzzer's time and memory.
+//
 // Inputs are bound only when the plan expects them on the host and each is at most
 // kMaxBoundInputBytes (kMaxTotalInputBytes together); otherwise the method is loaded but not
 // executed (MethodOutcome::executed is false and skip_reason says why). Input memory is
@@ -36,6 +40,9 @@ namespace ferry::fuzz {
 inline constexpr size_t kMaxProgramBytes = size_t{1} << 20;
 inline constexpr size_t kMaxBoundInputBytes = size_t{1} << 20;
 inline constexpr size_t kMaxTotalInputBytes = size_t{4} << 20;
+// Per device (host, sim:0 .. sim:3): arena and constants of one method.
+inline constexpr size_t kMaxDeviceBytes = size_t{64} << 20;
+inline constexpr size_t kMaxTableBytes = size_t{64} << 20;
 
 struct MethodOutcome {
   std::string name;
@@ -61,6 +68,8 @@ struct DriveResult {
 // found against it (the shared repros use cuda:2) replay here.
 RuntimeOptions FuzzRuntimeOptions();
 const Runtime& FuzzRuntime();
+// The limits above, for the host and every device of FuzzRuntimeOptions.
+LoadOptions FuzzLoadOptions();
 
 // Program::FromBytes, then DriveProgram. Inputs over kMaxProgramBytes are refused (parse is
 // InvalidArgument) before any parsing.

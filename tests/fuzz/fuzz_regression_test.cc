@@ -27,6 +27,9 @@ namespace ferry {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ferry::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 struct CorpusFile {
   std::string path;  // empty: the folder is absent or empty (the test skips)
@@ -86,6 +89,22 @@ TEST(FuzzSeeds, EverySeedLoadsAndExecutesInBothForms) {
       }
     }
   }
+}
+
+// A 1,000-byte ExecuTorch program whose output takes 1 GiB: the driver's per-device limits refuse
+// it at load, before anything is allocated, so the fuzzers spend no time or memory on it.
+TEST(FuzzDriver, AProgramOverTheDeviceLimitIsRefusedAtLoad) {
+  const std::string path = absl::StrCat(FERRY_FUZZ_REGRESSIONS_DIR, "/expand_to_1GiB_output.pte");
+  Runtime runtime(fuzz::FuzzRuntimeOptions());
+  const fuzz::DriveResult r = Replay(runtime, path);
+  SCOPED_TRACE(fuzz::Describe(r));
+  ASSERT_OK(r.parse);
+  ASSERT_EQ(r.methods.size(), 1u);
+  EXPECT_THAT(r.methods[0].load,
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("host"), HasSubstr("1.00 GiB"),
+                             HasSubstr("LoadOptions::memory_limits allows 64.0 MiB"))));
+  EXPECT_FALSE(r.methods[0].executed);
 }
 
 // fuzz/regressions/: binary programs, and JSON by extension. Each must simply not crash.
