@@ -311,9 +311,20 @@ class ProgramReader {
         static_cast<flatbuffers::uoffset_t>(std::max<uint64_t>(size / 4, uint64_t{1} << 16));
     flatbuffers::Verifier verifier(bytes_.data(), static_cast<size_t>(size), kMaxDepth, max_tables);
     if (!fb::VerifyProgramBuffer(verifier)) {
-      return Invalid(absl::StrCat(
-          "the program is malformed: the FlatBuffers verifier rejected its ", size,
-          " bytes (an offset or length points outside them, or the nesting is too deep)"));
+      const std::optional<std::string> at = internal::pte::LocateVerifierFailure(
+          bytes_.first(static_cast<size_t>(size)), kMaxDepth, max_tables);
+      if (!at.has_value()) {
+        return Invalid(absl::StrCat(
+            "the program is malformed: the FlatBuffers verifier rejected its ", size,
+            " bytes, though each of its parts passes on its own: its tables nest deeper than ",
+            kMaxDepth, " or number more than ", max_tables,
+            ", or a scalar field of its Program table is misaligned"));
+      }
+      return Invalid(
+          absl::StrCat("the program is malformed: the FlatBuffers verifier rejected its ", size,
+                       " bytes at ", *at,
+                       " (an offset or length there points outside them, or a field "
+                       "is misaligned)"));
     }
     root_ = fb::GetProgram(bytes_.data());
     program_.version = root_->version();

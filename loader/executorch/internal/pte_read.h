@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -60,6 +61,14 @@ inline std::string OverCopyBudget(size_t n, absl::string_view what) {
                       " go over what the file could hold unshared: the file shares them among "
                       "more tables than a program needs");
 }
+
+// After the FlatBuffers verifier has rejected `program` (the FlatBuffer, without segments) with
+// these limits: the first part of it that fails verification on its own, as a path of the
+// schema's fields in the verifier's order, e.g. "execution_plan[0] (method \"forward\").values[3]
+// (Tensor).sizes"; nullopt when every part passes alone (the limits were reached). Reads only
+// what a passed check makes safe to read (pte_verify_failure.cc).
+std::optional<std::string> LocateVerifierFailure(absl::Span<const uint8_t> program,
+                                                 size_t max_depth, size_t max_tables);
 
 // One method of the program (`plan`), read and checked; `label` names it in errors ("method
 // \"forward\""), and every list and string it copies is charged to `budget`.

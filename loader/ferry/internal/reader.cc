@@ -19,6 +19,7 @@
 #include "ferry/loader/ferry/internal/table_verifier.h"
 #include "ferry/loader/file_identifiers.h"
 #include "ferry/loader/internal/untrusted_bytes.h"
+#include "ferry/loader/internal/verifier_path.h"
 #include "ferry/loader/model/checks.h"
 #include "flatbuffers/flatbuffers.h"
 
@@ -651,6 +652,79 @@ std::string MethodLabel(size_t index, absl::string_view name) {
 
 namespace {
 
+using Where = VerifierPath::Where;
+
+Where InScalar(const VerifierPath& at, const fbs::ScalarValue* scalar, std::string*) {
+  using S = fbs::ScalarValue;
+  Where where = at.Plain(scalar, S::VT_INT_LIST, "int_list", &S::int_list);
+  if (!where) where = at.Plain(scalar, S::VT_STRING_VALUE, "string_value", &S::string_value);
+  if (!where) where = at.Plain(scalar, S::VT_DOUBLE_LIST, "double_list", &S::double_list);
+  if (!where) where = at.Plain(scalar, S::VT_BOOL_LIST, "bool_list", &S::bool_list);
+  return where;
+}
+
+Where InValue(const VerifierPath& at, const fbs::Value* value, std::string*) {
+  using V = fbs::Value;
+  Where where = at.Plain(value, V::VT_NAME, "name", &V::name);
+  if (!where) where = at.Plain(value, V::VT_SIZES, "sizes", &V::sizes);
+  if (!where) where = at.Plain(value, V::VT_DIM_ORDER, "dim_order", &V::dim_order);
+  if (!where) where = at.OneTable(value, V::VT_SCALAR, "scalar", &V::scalar, InScalar);
+  return where;
+}
+
+Where InNode(const VerifierPath& at, const fbs::Node* node, std::string* label) {
+  using N = fbs::Node;
+  *label = at.UnionLabel(node, N::VT_OP_TYPE, &N::op_type, &fbs::EnumNameNodeOp);
+  Where where = at.Plain(node, N::VT_NAME, "name", &N::name);
+  if (where) return where;
+  if (!at.ScalarField<uint8_t>(node, N::VT_OP_TYPE)) return "op_type";
+  if (!at.Offset(node, N::VT_OP)) return "op (its offset)";
+  if (const fbs::HostOp* op = node->op_as_HostOp(); op != nullptr && at.TableStart(op)) {
+    where = at.Plain(op, fbs::HostOp::VT_OP, "op.op", &fbs::HostOp::op);
+  } else if (const fbs::DelegateCall* call = node->op_as_DelegateCall();
+             call != nullptr && at.TableStart(call)) {
+    using D = fbs::DelegateCall;
+    where = at.Plain(call, D::VT_BACKEND, "op.backend", &D::backend);
+    if (!where) where = at.Tables(call, D::VT_COMPILE_SPECS, "op.compile_specs", &D::compile_specs);
+    if (!where) where = at.Plain(call, D::VT_PAYLOAD, "op.payload", &D::payload);
+    if (!where) {
+      where = at.Tables(call, D::VT_ARG_DIM_ORDERS, "op.arg_dim_orders", &D::arg_dim_orders);
+    }
+    if (!where) where = at.Plain(call, D::VT_WRITTEN_ARGS, "op.written_args", &D::written_args);
+  }
+  if (!where) where = at.Plain(node, N::VT_ARGS, "args", &N::args);
+  if (!where) where = at.Plain(node, N::VT_RESULTS, "results", &N::results);
+  return where;
+}
+
+Where InMethod(const VerifierPath& at, const fbs::Method* method, std::string* label) {
+  using M = fbs::Method;
+  Where where = at.Plain(method, M::VT_NAME, "name", &M::name);
+  if (where) return where;
+  if (method->name() != nullptr) {
+    *label = absl::StrCat(" (method \"", SanitizeName(View(method->name())), "\")");
+  }
+  where = at.Tables(method, M::VT_VALUES, "values", &M::values, InValue);
+  if (!where) where = at.Tables(method, M::VT_NODES, "nodes", &M::nodes, InNode);
+  if (!where) where = at.Plain(method, M::VT_INPUTS, "inputs", &M::inputs);
+  if (!where) where = at.Plain(method, M::VT_OUTPUTS, "outputs", &M::outputs);
+  return where;
+}
+
+// After the verifier rejected `bytes` (identifier checked): the first part of the program that
+// fails on its own, or nullopt when each passes alone (the table limit was reached).
+Where LocateFailure(absl::Span<const uint8_t> bytes, size_t max_tables) {
+  const VerifierPath at(bytes, kSchemaDepth, max_tables);
+  if (!at.RootOffset()) return "the root offset (bytes 0..3)";
+  using P = fbs::Program;
+  const P* root = fbs::GetProgram(bytes.data());
+  if (!at.TableStart(root)) return "the Program table's header";
+  if (!at.ScalarField<uint32_t>(root, P::VT_VERSION)) return "version";
+  Where where = at.Tables(root, P::VT_METHODS, "methods", &P::methods, InMethod);
+  if (!where) where = at.Tables(root, P::VT_SEGMENTS, "segments", &P::segments);
+  return where;
+}
+
 // The checks before any accessor runs: size, file identifier, the FlatBuffers verifier, version.
 absl::StatusOr<const fbs::Program*> VerifyStructure(absl::Span<const uint8_t> bytes,
                                                     const VerifyOptions& options) {
@@ -678,9 +752,11 @@ absl::StatusOr<const fbs::Program*> VerifyStructure(absl::Span<const uint8_t> by
     // Ferry's writer pads every program to a multiple of 64. A size that is not, in a buffer
     // that is otherwise well formed, is the mark of another writer: stock `flatc -b`.
     if (!well_formed()) {
+      const Where at = LocateFailure(bytes, max_tables);
       return absl::InvalidArgumentError(absl::StrCat(
           "the program is ", bytes.size(), " bytes, not a multiple of ", kSegmentAlignment,
-          ", and the FlatBuffers verifier rejects it: it is truncated or damaged"));
+          ", and the FlatBuffers verifier rejects it", at.has_value() ? " at " : "",
+          at.value_or(""), ": it is truncated or damaged"));
     }
     return absl::InvalidArgumentError(absl::StrCat(
         "the program is ", bytes.size(), " bytes, not a multiple of ", kSegmentAlignment,
@@ -689,9 +765,17 @@ absl::StatusOr<const fbs::Program*> VerifyStructure(absl::Span<const uint8_t> by
         kFlatcAdvice));
   }
   if (!well_formed()) {
+    const Where at = LocateFailure(bytes, max_tables);
+    if (!at.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the program is malformed: the FlatBuffers verifier rejected it, though each of its "
+          "parts passes on its own: it holds more than ",
+          max_tables, " tables (counting each use of a shared one)"));
+    }
     return absl::InvalidArgumentError(
-        "the program is malformed: the FlatBuffers verifier rejected it (an offset or length "
-        "points outside the buffer, or the nesting is too deep)");
+        absl::StrCat("the program is malformed: the FlatBuffers verifier rejected it at ", *at,
+                     " (an offset or length there points outside the buffer, or a field is "
+                     "misaligned)"));
   }
   const fbs::Program* program = fbs::GetProgram(bytes.data());
   if (program->version() != kProgramFormatVersion) {

@@ -628,7 +628,41 @@ TEST(HandcraftedProgramTest, BrokenOffsetIsCaughtByTheVerifier) {
   const uint32_t past_end = static_cast<uint32_t>(bytes.size()) + 64;
   std::memcpy(bytes.data(), &past_end, sizeof(past_end));
   EXPECT_THAT(Program::FromBytes(bytes),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("FlatBuffers verifier")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the FlatBuffers verifier rejected it at the root offset")));
+}
+
+// A damaged length deep inside a program is refused naming the path to it: method, value or
+// node (with its op's kind), field. Each case breaks a length the test found through the
+// generated accessors.
+TEST(HandcraftedProgramTest, TheVerifiersRefusalNamesTheDamagedField) {
+  const std::vector<uint8_t> good = ValidProgram();
+  auto broken = [&](auto find) {
+    std::vector<uint8_t> bytes = good;
+    const fbs::Method* method = fbs::GetProgram(bytes.data())->methods()->Get(0);
+    const auto* target = reinterpret_cast<const uint8_t*>(find(method));
+    const uint32_t huge = 0x0fffffff;  // a length far past the end
+    std::memcpy(bytes.data() + (target - bytes.data()), &huge, sizeof(huge));
+    return Program::FromBytes(bytes).status();
+  };
+  EXPECT_THAT(broken([](const fbs::Method* m) { return m->values()->Get(1)->sizes(); }),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("rejected it at methods[0] (method \"forward\").values[1].sizes "
+                                 "(an offset or length there points outside the buffer")));
+  EXPECT_THAT(
+      broken([](const fbs::Method* m) { return m->nodes()->Get(0)->args(); }),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("at methods[0] (method \"forward\").nodes[0] (DelegateCall).args")));
+  EXPECT_THAT(broken([](const fbs::Method* m) {
+                return m->nodes()->Get(0)->op_as_DelegateCall()->compile_specs()->Get(0)->value();
+              }),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("at methods[0] (method \"forward\").nodes[0] (DelegateCall)."
+                                 "op.compile_specs[0]")));
+  EXPECT_THAT(broken([](const fbs::Method* m) { return m->nodes()->Get(1)->op_as_HostOp()->op(); }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nodes[1] (HostOp).op.op")));
+  EXPECT_THAT(broken([](const fbs::Method* m) { return m->name(); }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at methods[0].name (")));
 }
 
 // A program whose `nodes` nodes all use one argument list of `shared_args` entries (value 0),
