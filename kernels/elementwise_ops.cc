@@ -243,6 +243,10 @@ FERRY_FLOAT_UNARY(Sigmoid, "sigmoid", 1.0f / (1.0f + std::exp(-x)));
 FERRY_FLOAT_UNARY(Silu, "silu", x / (1.0f + std::exp(-x)));
 // The exact (erf) form, PyTorch's default.
 FERRY_FLOAT_UNARY(Gelu, "gelu", 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)));
+// approximate="tanh": 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+FERRY_FLOAT_UNARY(GeluTanh, "gelu_tanh",
+                  0.5f * x *
+                      (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x))));
 FERRY_FLOAT_UNARY(Sqrt, "sqrt", std::sqrt(x));
 FERRY_FLOAT_UNARY(Rsqrt, "rsqrt", 1.0f / std::sqrt(x));
 
@@ -487,6 +491,7 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(RegisterUnary<Sigmoid>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Silu>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Gelu>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<GeluTanh>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Sqrt>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Rsqrt>(registry));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("clamp", 3, 3, 1, &ClampInfer, &ClampKernel)));

@@ -7,7 +7,8 @@
 //   add_|sub_|mul_|div_|maximum_|minimum_(t a, t b | number)
 //                                        writes a; result is a view of a; b broadcasts to a
 //   relu|neg|abs(t)                      float32 and int64
-//   exp|log|sin|cos|tanh|sigmoid|silu|gelu|sqrt|rsqrt(t)   float32; gelu is the erf form
+//   exp|log|sin|cos|tanh|sigmoid|silu|gelu|gelu_tanh|sqrt|rsqrt(t)
+//                                        float32; gelu is the erf form, gelu_tanh ATen's tanh one
 //   <unary>_(t)                          in place: writes arg 0, result is a view of it
 //   clamp(t, number min, number max)     float32, and int64 with whole-number bounds; NaN stays
 //                                        NaN; min > max gives max
@@ -36,6 +37,18 @@
 //   eq(t, number)                        bool result; any dtype
 //   where(t cond, t a, t b)              cond bool; a, b one dtype (any); all three broadcast
 //   to_dtype(t, int dtype)               cast to the DType numbered dtype (base/tensor.h)
+//   conv(t x, t w, intlist stride, intlist padding, intlist dilation, int groups[, t bias])
+//                                        float32; x [N, C, L] or [N, C, H, W], w [O, C/groups, k...];
+//                                        lists of 1 or one entry per spatial dim; two results:
+//                                        the output and the im2col buffer (kernels/nn_ops.h)
+//   batch_norm(t x, t|none w, t|none b, t mean, t var, number eps)   float32; x [N, C, ...]
+//   layer_norm(t x, intlist shape, t|none w, t|none b, number eps)   float32; over x's last dims
+//   max_pool2d(t x, intlist kernel, intlist stride, intlist padding, intlist dilation, bool ceil)
+//   avg_pool2d(t x, intlist kernel, intlist stride, intlist padding, bool ceil,
+//              bool count_include_pad, int|none divisor)
+//   adaptive_avg_pool2d(t x, intlist output_size)
+//                                        float32; x [N, C, H, W] or [C, H, W]; an empty stride is
+//                                        the kernel; ATen's output sizes, NaN wins a max
 // Views, copies (clone, reshape, cat, copy_), sym_size, embedding's weight and index_put_'s self
 // and values take every dtype (base/tensor.h DType); the other ops refuse all but float32 and int64
 // at load (Unimplemented).
@@ -52,6 +65,7 @@ absl::Status RegisterBuiltInOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(internal::RegisterIndexOps(registry));
   FERRY_RETURN_IF_ERROR(internal::RegisterDTypeOps(registry));
   FERRY_RETURN_IF_ERROR(internal::RegisterReduceOps(registry));
+  FERRY_RETURN_IF_ERROR(internal::RegisterNnOps(registry));
   return absl::OkStatus();
 }
 

@@ -23,6 +23,8 @@ absl::Status RegisterIndexOps(OpRegistry& registry);
 absl::Status RegisterDTypeOps(OpRegistry& registry);
 // mean.
 absl::Status RegisterReduceOps(OpRegistry& registry);
+// conv, batch_norm, layer_norm, max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+absl::Status RegisterNnOps(OpRegistry& registry);
 
 }  // namespace ferry::internal
 

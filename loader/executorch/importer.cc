@@ -57,8 +57,8 @@ absl::Span<const EtOpMapping> ExporterCopyEtOps() {
 
 absl::Span<const absl::Span<const EtOpMapping>> AllEtOpTables() {
   static const absl::Span<const EtOpMapping> kTables[] = {
-      ElementwiseEtOps(), LinalgEtOps(), ShapeEtOps(),       DTypeEtOps(),
-      ReduceEtOps(),      IndexEtOps(),  ExporterCopyEtOps(),
+      ElementwiseEtOps(), LinalgEtOps(), ShapeEtOps(), DTypeEtOps(),
+      ReduceEtOps(),      IndexEtOps(),  NnEtOps(),    ExporterCopyEtOps(),
   };
   return kTables;
 }
@@ -275,6 +275,7 @@ absl::Status MethodImporter::ImportInstruction(const EtInstruction& instruction)
   // The schema's arguments, then `out`, then the returned value (the same as `out`); an
   // in-place op has no `out` and returns its argument 0.
   const std::vector<int32_t>& args = instruction.args;
+  if (mapping->num_outs > 1) return ImportMultiOutput(*mapping, args);
   const int extra = mapping->in_place ? 1 : 2;
   if (static_cast<int>(args.size()) != mapping->num_args + extra) {
     return Invalid(absl::StrCat("the call passes ", args.size(), " arguments, but ", op_name_,
@@ -293,6 +294,35 @@ absl::Status MethodImporter::ImportInstruction(const EtInstruction& instruction)
                                 EtValueKindName(et_.values[out].kind), ", not a tensor"));
   }
   return mapping->import(*this, absl::MakeConstSpan(args).first(mapping->num_args), out);
+}
+
+// A call of several outputs: the schema's arguments, the outputs, then the tensor list the call
+// returns, which holds exactly the outputs.
+absl::Status MethodImporter::ImportMultiOutput(const EtOpMapping& mapping,
+                                               const std::vector<int32_t>& args) {
+  const int num_outs = mapping.num_outs;
+  if (static_cast<int>(args.size()) != mapping.num_args + num_outs + 1) {
+    return Invalid(absl::StrCat("the call passes ", args.size(), " arguments, but ", op_name_,
+                                " takes ", mapping.num_args, ", then its ", num_outs,
+                                " outputs and the list of them it returns"));
+  }
+  const absl::Span<const int32_t> outs =
+      absl::MakeConstSpan(args).subspan(mapping.num_args, num_outs);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (et_.values[outs[i]].kind != EtValueKind::kTensor) {
+      return Invalid(absl::StrCat("output ", i, " is value ", outs[i], ", a ",
+                                  EtValueKindName(et_.values[outs[i]].kind), ", not a tensor"));
+    }
+  }
+  const EtValue& returned = et_.values[args.back()];
+  if (returned.kind != EtValueKind::kTensorList ||
+      !std::equal(returned.items.begin(), returned.items.end(), outs.begin(), outs.end())) {
+    return Invalid(absl::StrCat("the returned value is value ", args.back(),
+                                ", not a tensor list of the outputs (values ",
+                                absl::StrJoin(outs, ", "), ")"));
+  }
+  return mapping.import(*this, absl::MakeConstSpan(args).first(mapping.num_args + num_outs),
+                        outs[0]);
 }
 
 // After the first unsupported op, the method's other unsupported ops, so that one attempt names
@@ -734,12 +764,16 @@ absl::StatusOr<std::vector<int32_t>> MethodImporter::TensorListValue(int32_t v, 
 }
 
 void MethodImporter::AddNode(absl::string_view op, ValueIds args, ValueId result) {
+  AddNode(op, std::move(args), ValueIds{result});
+}
+
+void MethodImporter::AddNode(absl::string_view op, ValueIds args, ValueIds results) {
   NodeDef node;
   node.name = absl::StrCat(op_name_, " (instruction ", instruction_, ")");
   node.kind = NodeKind::kHostOp;
   node.op = std::string(op);
   node.args = std::move(args);
-  node.results = {result};
+  node.results = std::move(results);
   def_.nodes.push_back(std::move(node));
   def_.node_instructions.push_back(instruction_);
 }

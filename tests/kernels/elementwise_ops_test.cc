@@ -298,6 +298,11 @@ std::vector<UnaryCase> UnaryCases() {
       {"sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, false},
       {"silu", [](double x) { return x / (1.0 + std::exp(-x)); }, false},
       {"gelu", [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }, false},
+      {"gelu_tanh",
+       [](double x) {
+         return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+       },
+       false},
       {"sqrt", [](double x) { return std::sqrt(x); }, false},
       {"rsqrt", [](double x) { return 1.0 / std::sqrt(x); }, false},
   };

@@ -77,6 +77,8 @@ class PendingConstants {
   absl::flat_hash_map<Key, int32_t> index_;
 };
 
+struct EtOpMapping;  // loader/executorch/ops/ops.h
+
 class MethodImporter {
  public:
   MethodImporter(const EtMethod& et, size_t method_index, const EtDataFile* data,
@@ -117,6 +119,8 @@ class MethodImporter {
   absl::StatusOr<ValueId> NonTensorIo(int32_t v, absl::string_view what);
   // A host op node of the current instruction.
   void AddNode(absl::string_view op, ValueIds args, ValueId result);
+  // One of several results (conv's output and its column buffer).
+  void AddNode(absl::string_view op, ValueIds args, ValueIds results);
 
   // Scalar arguments; `what` names the argument in errors ("dim").
   absl::StatusOr<std::vector<int64_t>> IntList(int32_t v, absl::string_view what);
@@ -163,6 +167,7 @@ class MethodImporter {
   // The method's unsupported ops after the current instruction, but operator `named`.
   std::string OtherUnsupportedOps(int32_t named) const;
   absl::Status ImportInstruction(const EtInstruction& instruction);
+  absl::Status ImportMultiOutput(const EtOpMapping& mapping, const std::vector<int32_t>& args);
   absl::Status ImportDelegateCall(const EtInstruction& instruction);
   void Annotate(int32_t v, ValueId id);
   bool Written(int32_t v) const;

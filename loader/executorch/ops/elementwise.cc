@@ -67,7 +67,7 @@ absl::Status ImportUnary(MethodImporter& m, absl::Span<const int32_t> args, int3
   return m.MapUnary(kOp, args[0], out);
 }
 
-// gelu(self, approximate): the erf form ("none"); the tanh form is refused by name.
+// gelu(self, approximate): the erf form ("none") or the tanh approximation ("tanh").
 absl::Status ImportGelu(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
   const EtValue& approximate = m.value(args[1]);
   if (approximate.kind != EtValueKind::kString) {
@@ -75,10 +75,11 @@ absl::Status ImportGelu(MethodImporter& m, absl::Span<const int32_t> args, int32
                                   EtValueKindName(approximate.kind),
                                   ", not a string (\"none\" or \"tanh\")"));
   }
+  if (approximate.string_value == "tanh") return m.MapUnary("gelu_tanh", args[0], out);
   if (approximate.string_value != "none") {
     return m.Unimplemented(absl::StrCat("approximate is \"",
                                         absl::CHexEscape(approximate.string_value),
-                                        "\"; only approximate = \"none\" is supported"));
+                                        "\"; only \"none\" and \"tanh\" are supported"));
   }
   return m.MapUnary("gelu", args[0], out);
 }

@@ -29,6 +29,11 @@ struct EtOpMapping {
   // An in-place op (copy_, index_put_): the call passes its arguments and the returned value
   // (argument 0, the written tensor), and `out` is argument 0.
   bool in_place = false;
+  // An op of several outputs (native_layer_norm's out0, out1, out2): the call passes the schema's
+  // arguments, the outputs, then one tensor list of the outputs (the returned tuple). The import
+  // function gets `args` with the outputs after the arguments, and `out` the first output; the
+  // others it may leave unwritten (a later read of one is refused naming it).
+  int num_outs = 1;
 };
 
 // Each family's table (loader/executorch/ops/<family>.cc).
@@ -38,6 +43,7 @@ absl::Span<const EtOpMapping> ShapeEtOps();
 absl::Span<const EtOpMapping> DTypeEtOps();
 absl::Span<const EtOpMapping> ReduceEtOps();
 absl::Span<const EtOpMapping> IndexEtOps();
+absl::Span<const EtOpMapping> NnEtOps();
 // The exporter's own copies (et_copy::*), which are not ops Ferry runs (loader/executorch/
 // importer.cc).
 absl::Span<const EtOpMapping> ExporterCopyEtOps();

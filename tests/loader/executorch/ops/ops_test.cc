@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -82,6 +83,30 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
   EXPECT_THAT(RowsOf(ExporterCopyEtOps()),
               UnorderedElementsAreArray(Rows{{"et_copy::_h2d_copy.out", 1},
                                              {"et_copy::_d2h_copy.out", 1}}));
+  // convolution.out(input, weight, bias?, stride, padding, dilation, transposed, output_padding,
+  // groups, *, out); avg_pool2d.out(self, kernel_size, stride, padding, ceil_mode,
+  // count_include_pad, divisor_override, *, out).
+  EXPECT_THAT(RowsOf(NnEtOps()),
+              UnorderedElementsAreArray(Rows{{"aten::convolution.out", 9},
+                                             {"aten::_native_batch_norm_legit_no_training.out", 7},
+                                             {"aten::native_layer_norm.out", 5},
+                                             {"aten::max_pool2d_with_indices.out", 6},
+                                             {"aten::avg_pool2d.out", 7},
+                                             {"aten::_adaptive_avg_pool2d.out", 2}}));
+}
+
+// The outputs of ATen's multi-output overloads: out0, out1, out2 of the norms, out and indices
+// of max_pool2d_with_indices; every other row writes one `out`.
+TEST(EtOpTables, MultiOutputOverloadsCountTheirOutputs) {
+  for (absl::Span<const EtOpMapping> table : AllEtOpTables()) {
+    for (const EtOpMapping& m : table) {
+      const std::string name = m.et_name;
+      const int want = absl::StrContains(name, "norm")            ? 3
+                       : absl::StrContains(name, "_with_indices") ? 2
+                                                                  : 1;
+      EXPECT_EQ(m.num_outs, want) << name;
+    }
+  }
 }
 
 TEST(EtOpTables, InPlaceOverloadsAreMarked) {
@@ -105,9 +130,9 @@ TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
       EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
     }
   }
-  EXPECT_EQ(rows, 52u);
+  EXPECT_EQ(rows, 58u);
   EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
-  EXPECT_EQ(FindEtOp("aten::convolution.out"), nullptr);
+  EXPECT_EQ(FindEtOp("aten::convolution_backward.out"), nullptr);
   EXPECT_EQ(FindEtOp(""), nullptr);
 }
 
