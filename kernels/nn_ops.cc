@@ -215,19 +215,30 @@ absl::Status ConvInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> 
   return absl::OkStatus();
 }
 
+// The element strides of conv's weight [O, C/groups, (kH,) kW] and output [N, O, (H,) W] (0 for
+// the H of a 1-D conv).
+struct ConvStrides {
+  ConvStrides(const Conv& c, const TensorRef& w, const TensorRef& out)
+      : w0(w.strides[0]),
+        w1(w.strides[1]),
+        wh(c.spatial == 2 ? w.strides[2] : 0),
+        ww(w.strides[w.rank - 1]),
+        on(out.strides[0]),
+        oc(out.strides[1]),
+        oh(c.spatial == 2 ? out.strides[2] : 0),
+        ow(out.strides[out.rank - 1]) {}
+  int64_t w0, w1, wh, ww, on, oc, oh, ow;
+};
+
 // out[n, oc, oy, ox] = bias[oc] + sum over the group's channels and the kernel, reading x and w
 // through their strides; for layouts and builds the BLAS path does not take.
 void ConvDirect(const Conv& c, const TensorRef& x, const TensorRef& w, const TensorRef* bias,
                 const TensorRef& out) {
   const Window& g = c.g;
+  const ConvStrides s(c, w, out);
   const float* xd = x.data_as<const float>();
   const float* wd = w.data_as<const float>();
   float* od = out.data_as<float>();
-  const int last = w.rank - 1;
-  const int64_t ws0 = w.strides[0], ws1 = w.strides[1], wsw = w.strides[last];
-  const int64_t wsh = c.spatial == 2 ? w.strides[2] : 0;
-  const int64_t os_n = out.strides[0], os_c = out.strides[1], os_w = out.strides[out.rank - 1];
-  const int64_t os_h = c.spatial == 2 ? out.strides[2] : 0;
   for (int64_t n = 0; n < g.n; ++n) {
     for (int64_t oc = 0; oc < c.o; ++oc) {
       const int64_t first_c = (oc / c.og) * c.cg;
@@ -237,18 +248,18 @@ void ConvDirect(const Conv& c, const TensorRef& x, const TensorRef& w, const Ten
           float acc = b;
           for (int64_t ci = 0; ci < c.cg; ++ci) {
             const float* xc = xd + n * g.xn + (first_c + ci) * g.xc;
-            const float* wc = wd + oc * ws0 + ci * ws1;
+            const float* wc = wd + oc * s.w0 + ci * s.w1;
             for (int64_t ky = 0; ky < g.kh; ++ky) {
               const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
               if (iy < 0 || iy >= g.h) continue;
               for (int64_t kx = 0; kx < g.kw; ++kx) {
                 const int64_t ix = ox * g.sw - g.pw + kx * g.dw;
                 if (ix < 0 || ix >= g.w) continue;
-                acc += xc[iy * g.xh + ix * g.xw] * wc[ky * wsh + kx * wsw];
+                acc += xc[iy * g.xh + ix * g.xw] * wc[ky * s.wh + kx * s.ww];
               }
             }
           }
-          od[n * os_n + oc * os_c + oy * os_h + ox * os_w] = acc;
+          od[n * s.on + oc * s.oc + oy * s.oh + ox * s.ow] = acc;
         }
       }
     }
@@ -260,14 +271,10 @@ void ConvDirect(const Conv& c, const TensorRef& x, const TensorRef& w, const Ten
 void ConvDepthwise(const Conv& c, const TensorRef& x, const TensorRef& w, const TensorRef* bias,
                    const TensorRef& out) {
   const Window& g = c.g;
+  const ConvStrides s(c, w, out);
   const float* xd = x.data_as<const float>();
   const float* wd = w.data_as<const float>();
   float* od = out.data_as<float>();
-  const int last = w.rank - 1;
-  const int64_t ws0 = w.strides[0], wsw = w.strides[last];
-  const int64_t wsh = c.spatial == 2 ? w.strides[2] : 0;
-  const int64_t os_n = out.strides[0], os_c = out.strides[1], os_w = out.strides[out.rank - 1];
-  const int64_t os_h = c.spatial == 2 ? out.strides[2] : 0;
   // Output columns [x_lo, x_hi) read only columns inside the input.
   const int64_t x_lo = std::min(g.ow, (g.pw + g.sw - 1) / g.sw);
   int64_t x_hi = g.ow;
@@ -275,26 +282,26 @@ void ConvDepthwise(const Conv& c, const TensorRef& x, const TensorRef& w, const 
   for (int64_t n = 0; n < g.n; ++n) {
     for (int64_t oc = 0; oc < c.o; ++oc) {
       const float* xc = xd + n * g.xn + (oc / c.og) * g.xc;
-      const float* wc = wd + oc * ws0;
+      const float* wc = wd + oc * s.w0;
       const float b = bias != nullptr ? bias->data_as<const float>()[oc * bias->strides[0]] : 0.0f;
-      float* oplane = od + n * os_n + oc * os_c;
+      float* oplane = od + n * s.on + oc * s.oc;
       for (int64_t oy = 0; oy < g.oh; ++oy) {
-        float* orow = oplane + oy * os_h;
+        float* orow = oplane + oy * s.oh;
         const auto at = [&](int64_t ox, bool checked) {
           float acc = b;
           for (int64_t ky = 0; ky < g.kh; ++ky) {
             const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
             if (iy < 0 || iy >= g.h) continue;
             const float* xrow = xc + iy * g.xh;
-            const float* wrow = wc + ky * wsh;
+            const float* wrow = wc + ky * s.wh;
             const int64_t ix0 = ox * g.sw - g.pw;
             for (int64_t kx = 0; kx < g.kw; ++kx) {
               const int64_t ix = ix0 + kx * g.dw;
               if (checked && (ix < 0 || ix >= g.w)) continue;
-              acc += xrow[ix * g.xw] * wrow[kx * wsw];
+              acc += xrow[ix * g.xw] * wrow[kx * s.ww];
             }
           }
-          orow[ox * os_w] = acc;
+          orow[ox * s.ow] = acc;
         };
         for (int64_t ox = 0; ox < x_lo; ++ox) at(ox, true);
         for (int64_t ox = x_lo; ox < x_hi; ++ox) at(ox, false);

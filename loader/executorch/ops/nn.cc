@@ -1,6 +1,7 @@
 // ExecuTorch's network layers, onto kernels/nn_ops.cc: convolution, batch norm in inference,
 // layer norm, max and average pooling.
 #include <cstdint>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -112,44 +113,40 @@ absl::Status ImportLayerNorm(MethodImporter& m, absl::Span<const int32_t> args, 
   return absl::OkStatus();
 }
 
-// max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
-// -> (out, indices): the maxima; the indices, which only max_unpool reads, are not written.
-absl::Status ImportMaxPool(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+// Ferry op `op`(self, scalars...): argument 0 a tensor, the others scalars named by `what`.
+absl::Status ImportPool(MethodImporter& m, const char* op, absl::Span<const int32_t> args,
+                        std::initializer_list<const char*> what, int32_t out) {
   FERRY_ASSIGN_OR_RETURN(ValueId x, m.ReadTensor(args[0]));
   ValueIds node_args = {x};
-  const char* what[] = {"kernel_size", "stride", "padding", "dilation", "ceil_mode"};
-  for (int i = 1; i <= 5; ++i) {
-    FERRY_ASSIGN_OR_RETURN(ValueId s, ScalarArg(m, args[i], what[i - 1]));
+  int i = 1;
+  for (const char* name : what) {
+    FERRY_ASSIGN_OR_RETURN(ValueId s, ScalarArg(m, args[i++], name));
     node_args.push_back(s);
   }
   FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode("max_pool2d", std::move(node_args), r);
+  m.AddNode(op, std::move(node_args), r);
   return absl::OkStatus();
+}
+
+// max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
+// -> (out, indices): the maxima; the indices, which only max_unpool reads, are not written.
+absl::Status ImportMaxPool(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  return ImportPool(m, "max_pool2d", args,
+                    {"kernel_size", "stride", "padding", "dilation", "ceil_mode"}, out);
 }
 
 // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
 // divisor_override?).
 absl::Status ImportAvgPool(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
-  FERRY_ASSIGN_OR_RETURN(ValueId x, m.ReadTensor(args[0]));
-  ValueIds node_args = {x};
-  const char* what[] = {"kernel_size",       "stride",          "padding", "ceil_mode",
-                        "count_include_pad", "divisor_override"};
-  for (int i = 1; i <= 6; ++i) {
-    FERRY_ASSIGN_OR_RETURN(ValueId s, ScalarArg(m, args[i], what[i - 1]));
-    node_args.push_back(s);
-  }
-  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode("avg_pool2d", std::move(node_args), r);
-  return absl::OkStatus();
+  return ImportPool(
+      m, "avg_pool2d", args,
+      {"kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"},
+      out);
 }
 
 // _adaptive_avg_pool2d(self, output_size).
 absl::Status ImportAdaptiveAvgPool(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
-  FERRY_ASSIGN_OR_RETURN(ValueId x, m.ReadTensor(args[0]));
-  FERRY_ASSIGN_OR_RETURN(ValueId size, ScalarArg(m, args[1], "output_size"));
-  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode("adaptive_avg_pool2d", {x, size}, r);
-  return absl::OkStatus();
+  return ImportPool(m, "adaptive_avg_pool2d", args, {"output_size"}, out);
 }
 
 }  // namespace
