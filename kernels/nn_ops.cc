@@ -20,6 +20,7 @@
 #include "ferry/kernels/internal/host_blas.h"
 #include "ferry/kernels/internal/host_ops.h"
 #include "ferry/kernels/internal/op_util.h"
+#include "ferry/kernels/internal/simd_loops.h"
 
 namespace ferry {
 
@@ -279,6 +280,7 @@ void ConvDepthwise(const Conv& c, const TensorRef& x, const TensorRef& w, const 
   const int64_t x_lo = std::min(g.ow, (g.pw + g.sw - 1) / g.sw);
   int64_t x_hi = g.ow;
   while (x_hi > x_lo && (x_hi - 1) * g.sw - g.pw + (g.kw - 1) * g.dw >= g.w) --x_hi;
+  const bool rows_by_tap = g.sw == 1 && g.xw == 1 && s.ow == 1;
   for (int64_t n = 0; n < g.n; ++n) {
     for (int64_t oc = 0; oc < c.o; ++oc) {
       const float* xc = xd + n * g.xn + (oc / c.og) * g.xc;
@@ -287,6 +289,25 @@ void ConvDepthwise(const Conv& c, const TensorRef& x, const TensorRef& w, const 
       float* oplane = od + n * s.on + oc * s.oc;
       for (int64_t oy = 0; oy < g.oh; ++oy) {
         float* orow = oplane + oy * s.oh;
+        if (rows_by_tap) {
+          // Each tap adds its weight times a shifted input row to the output row: loops the
+          // compiler vectorizes, over the columns whose input lies inside the row.
+          std::fill(orow, orow + g.ow, b);
+          for (int64_t ky = 0; ky < g.kh; ++ky) {
+            const int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+            if (iy < 0 || iy >= g.h) continue;
+            const float* xrow = xc + iy * g.xh;
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const float wv = wc[ky * s.wh + kx * s.ww];
+              const int64_t shift = kx * g.dw - g.pw;
+              const int64_t lo = std::clamp<int64_t>(-shift, 0, g.ow);
+              const int64_t hi = std::clamp<int64_t>(g.w - shift, lo, g.ow);
+              const float* xs = xrow + shift;
+              for (int64_t ox = lo; ox < hi; ++ox) orow[ox] += wv * xs[ox];
+            }
+          }
+          continue;
+        }
         const auto at = [&](int64_t ox, bool checked) {
           float acc = b;
           for (int64_t ky = 0; ky < g.kh; ++ky) {
@@ -529,6 +550,42 @@ absl::Status LayerNormKernel(absl::Span<const OpArg> args, absl::Span<TensorRef*
   const float* wd = weight != nullptr ? weight->data_as<const float>() : &one;
   const float* bd = bias != nullptr ? bias->data_as<const float>() : &zero;
   const int64_t* norm_sizes = x.sizes.data() + lead;
+  // Rows of dense elements in x, out, weight and bias: the SIMD sums in double (the variance as
+  // E[x^2] - mean^2, which double keeps exact enough for float inputs), then one loop.
+  const auto dense = [&](const TensorRef* t, int first) {
+    if (t == nullptr) return true;
+    int64_t expect = 1;
+    for (int d = t->rank - 1; d >= first; --d) {
+      if (t->sizes[d] != 1 && t->strides[d] != expect) return false;
+      expect *= t->sizes[d];
+    }
+    return true;
+  };
+  if (dense(&x, lead) && dense(&out, lead) && dense(weight, 0) && dense(bias, 0)) {
+    const FloatLoops& loops = Loops();
+    const double n = static_cast<double>(len);
+    ForEachOffset<2>(lead, x.sizes.data(), {out.strides.data(), x.strides.data()},
+                     [&](const std::array<int64_t, 2>& row) {
+                       const float* xr = xd + row[1];
+                       float* orow = od + row[0];
+                       const double mean = loops.sum(xr, len) / n;
+                       const double var =
+                           std::max(loops.sum_squares(xr, len) / n - mean * mean, 0.0);
+                       const float m = static_cast<float>(mean);
+                       const float r = static_cast<float>(1.0 / std::sqrt(var + eps));
+                       if (weight != nullptr && bias != nullptr) {
+                         for (int64_t j = 0; j < len; ++j)
+                           orow[j] = (xr[j] - m) * r * wd[j] + bd[j];
+                       } else if (weight != nullptr) {
+                         for (int64_t j = 0; j < len; ++j) orow[j] = (xr[j] - m) * r * wd[j];
+                       } else if (bias != nullptr) {
+                         for (int64_t j = 0; j < len; ++j) orow[j] = (xr[j] - m) * r + bd[j];
+                       } else {
+                         for (int64_t j = 0; j < len; ++j) orow[j] = (xr[j] - m) * r;
+                       }
+                     });
+    return absl::OkStatus();
+  }
   ForEachOffset<2>(lead, x.sizes.data(), {out.strides.data(), x.strides.data()},
                    [&](const std::array<int64_t, 2>& row) {
                      const float* xr = xd + row[1];

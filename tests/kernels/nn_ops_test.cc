@@ -248,43 +248,63 @@ TEST(BatchNormTest, PerChannelWithAndWithoutWeightAndBiasOnAStridedInput) {
                        HasSubstr("argument 4 (running_var) has shape [2], expected [3]")));
 }
 
+// layer_norm of x over its last `k` dims (weight and bias of that shape, when given) at index i,
+// from the definition: the row's mean and biased variance, in double.
+double LayerNormRef(const TensorRef& x, int k, const TensorRef* w, const TensorRef* b,
+                    const Index& i) {
+  const int lead = x.rank - k;
+  double sum = 0, sq = 0, count = 0;
+  const auto in_row = [&](const Index& j) {
+    for (int d = 0; d < lead; ++d) {
+      if (j[d] != i[d]) return false;
+    }
+    return true;
+  };
+  ForEachIndex(SizesOf(x), [&](const Index& j) {
+    if (!in_row(j)) return;
+    sum += Get(x, j);
+    count += 1;
+  });
+  const double mean = sum / count;
+  ForEachIndex(SizesOf(x), [&](const Index& j) {
+    if (in_row(j)) sq += (Get(x, j) - mean) * (Get(x, j) - mean);
+  });
+  const Index tail(i.begin() + lead, i.end());
+  const double norm = (Get(x, i) - mean) / std::sqrt(sq / count + 1e-5);
+  return norm * (w != nullptr ? Get(*w, tail) : 1.0) + (b != nullptr ? Get(*b, tail) : 0.0);
+}
+
 TEST(LayerNormTest, OverTheLastDimsWithAndWithoutWeightAndBias) {
-  TestTensor x = TestTensor::Filled(DType::kFloat32, {2, 3, 4}, 2);
-  TestTensor w = TestTensor::Filled(DType::kFloat32, {3, 4}, 3);
-  TestTensor b = TestTensor::Filled(DType::kFloat32, {3, 4}, 4);
   const Scalar eps = Scalar::Double(1e-5);
   const Scalar none = Scalar::None();
-  // Over [3, 4] with weight and bias; over [4] without.
-  for (int k : {2, 1}) {
-    SCOPED_TRACE(absl::StrCat(k, " normalized dims"));
-    const std::vector<int64_t> shape(x.ref().sizes.begin() + 3 - k, x.ref().sizes.begin() + 3);
-    const Scalar normalized = Scalar::IntList(shape);
-    OpRun run = RunOp(Op("layer_norm"), {T(x), S(normalized), k == 2 ? T(w) : S(none),
-                                         k == 2 ? T(b) : S(none), S(eps)});
-    ASSERT_OK(run.infer_status);
-    ASSERT_OK(run.kernel_status);
-    ExpectAll(run.results[0], [&](const Index& i) {
-      // Mean and biased variance of the row i belongs to.
-      double sum = 0, sq = 0, count = 0;
-      ForEachIndex(SizesOf(x.ref()), [&](const Index& j) {
-        for (int d = 0; d < 3 - k; ++d) {
-          if (j[d] != i[d]) return;
-        }
-        sum += Get(x.ref(), j);
-        count += 1;
+  // Dense rows (the SIMD path), and the same shape stored transposed (the strided path).
+  for (bool strided : {false, true}) {
+    TestTensor x = strided ? TestTensor::Strided(DType::kFloat32, {2, 3, 4}, {12, 1, 3}, 2)
+                           : TestTensor::Filled(DType::kFloat32, {2, 3, 4}, 2);
+    struct Case {
+      int k;
+      bool weight, bias;
+    };
+    for (const Case& c : {Case{2, true, true}, Case{2, true, false}, Case{1, false, true},
+                          Case{1, false, false}, Case{3, true, true}}) {
+      SCOPED_TRACE(absl::StrCat(strided ? "strided, " : "dense, ", c.k, " dims, weight ", c.weight,
+                                ", bias ", c.bias));
+      const std::vector<int64_t> shape(x.ref().sizes.begin() + 3 - c.k, x.ref().sizes.begin() + 3);
+      TestTensor w = TestTensor::Filled(DType::kFloat32, shape, 3);
+      TestTensor b = TestTensor::Filled(DType::kFloat32, shape, 4);
+      const Scalar normalized = Scalar::IntList(shape);
+      OpRun run = RunOp(Op("layer_norm"), {T(x), S(normalized), c.weight ? T(w) : S(none),
+                                           c.bias ? T(b) : S(none), S(eps)});
+      ASSERT_OK(run.infer_status);
+      ASSERT_OK(run.kernel_status);
+      ExpectAll(run.results[0], [&](const Index& i) {
+        return LayerNormRef(x.ref(), c.k, c.weight ? w.ptr() : nullptr, c.bias ? b.ptr() : nullptr,
+                            i);
       });
-      const double mean = sum / count;
-      ForEachIndex(SizesOf(x.ref()), [&](const Index& j) {
-        for (int d = 0; d < 3 - k; ++d) {
-          if (j[d] != i[d]) return;
-        }
-        sq += (Get(x.ref(), j) - mean) * (Get(x.ref(), j) - mean);
-      });
-      const double norm = (Get(x.ref(), i) - mean) / std::sqrt(sq / count + 1e-5);
-      if (k == 1) return norm;
-      return norm * Get(w.ref(), {i[1], i[2]}) + Get(b.ref(), {i[1], i[2]});
-    });
+    }
   }
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {2, 3, 4}, 2);
+  TestTensor w = TestTensor::Filled(DType::kFloat32, {3, 4}, 3);
   const Scalar not_suffix = Scalar::IntList({3});
   EXPECT_THAT(InferOnly(Op("layer_norm"), {T(x), S(not_suffix), S(none), S(none), S(eps)}),
               StatusIs(absl::StatusCode::kInvalidArgument,
