@@ -1,8 +1,10 @@
 // Host ops that produce or consume other dtypes than their arguments': eq (a comparison with a
-// number, giving bool), where (a selection by a bool condition) and to_dtype (a cast).
+// number, giving bool), where (a selection by a bool condition), to_dtype (a cast), and quantize
+// and dequantize (float32 to an integer dtype by a scale and zero point, and back).
 //
 // They take every dtype (base/tensor.h DType); float16 and bfloat16 are computed in float.
 // Results are row-major contiguous.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -241,12 +243,188 @@ absl::Status ToDTypeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* c
   return absl::OkStatus();
 }
 
+// ---- quantize, dequantize --------------------------------------------------------------------
+
+// quantize(t x, scale, zero_point, int qmin, int qmax, int dtype): x (float32) to the integer
+// DType numbered `dtype` (int8, uint8, int16, uint16 or int32) as ExecuTorch's
+// quantize_per_tensor: clamp(zero_point + nearbyint(float(1 / float(scale)) * x), qmin, qmax).
+// dequantize(t q, scale, zero_point, int qmin, int qmax): q (one of those dtypes) to float32 as
+// (q - zero_point) * float(scale); qmin and qmax are checked against q's dtype, not applied.
+// scale is a number or a one-element float32 or float64 tensor, zero_point a number or a
+// one-element int64 or int32 tensor (ExecuTorch's .Tensor overloads); a scale that is not
+// positive and finite is refused, at load for a number and when the call runs for a tensor.
+
+bool IsQuantizedDType(DType d) {
+  return d == DType::kInt8 || d == DType::kUInt8 || d == DType::kInt16 || d == DType::kUInt16 ||
+         d == DType::kInt32;
+}
+
+void QuantRange(DType d, int64_t* lo, int64_t* hi) {
+  Dispatch(d, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      *lo = std::numeric_limits<T>::min();
+      *hi = std::numeric_limits<T>::max();
+    }
+  });
+}
+
+// Argument i (scale or zero_point): a number, or a tensor of one element of `dtypes`.
+absl::Status CheckQuantParam(absl::string_view op, absl::Span<const OpArg> args, int i,
+                             const char* what, DType d1, DType d2) {
+  if (args[i].scalar != nullptr) {
+    FERRY_ASSIGN_OR_RETURN(const Scalar* s, NumberArg(op, args, i));
+    if (i == 1 && !(s->AsDouble() > 0 && std::isfinite(s->AsDouble()))) {
+      return OpError(op, "argument 1 (scale) is ", s->AsDouble(), ", not positive and finite");
+    }
+    if (i == 2 && s->kind == Scalar::Kind::kDouble) {
+      return OpError(op, "argument 2 (zero_point) is ", s->d, ", not an int");
+    }
+    return absl::OkStatus();
+  }
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, i));
+  if ((t->dtype != d1 && t->dtype != d2) || t->numel() != 1) {
+    return OpError(op, "argument ", i, " (", what, ") is a ", DTypeName(t->dtype),
+                   " tensor of shape ", ShapeString(*t), ", expected a number or one ",
+                   DTypeName(d1), " or ", DTypeName(d2), " element");
+  }
+  return absl::OkStatus();
+}
+
+// qmin and qmax (arguments 3 and 4) inside the range of `d`, qmin <= qmax.
+absl::Status CheckQuantRange(absl::string_view op, absl::Span<const OpArg> args, DType d) {
+  FERRY_ASSIGN_OR_RETURN(const int64_t qmin, IntArg(op, args, 3));
+  FERRY_ASSIGN_OR_RETURN(const int64_t qmax, IntArg(op, args, 4));
+  int64_t lo = 0, hi = 0;
+  QuantRange(d, &lo, &hi);
+  if (qmin < lo || qmax > hi || qmin > qmax) {
+    return OpError(op, "quant_min and quant_max are [", qmin, ", ", qmax, "], not inside ",
+                   DTypeName(d), "'s [", lo, ", ", hi, "] in order");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QuantizeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "quantize";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 6, 6, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, AnyTensorArg(op, args, 0));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
+  FERRY_RETURN_IF_ERROR(CheckQuantParam(op, args, 1, "scale", DType::kFloat32, DType::kFloat64));
+  FERRY_RETURN_IF_ERROR(CheckQuantParam(op, args, 2, "zero_point", DType::kInt64, DType::kInt32));
+  FERRY_ASSIGN_OR_RETURN(const int64_t code, IntArg(op, args, 5));
+  const DType d = static_cast<DType>(code);
+  if (code < 0 || code > 255 || !IsKnownDType(d) || !IsQuantizedDType(d)) {
+    return OpError(op, "argument 5 (", code,
+                   ") names no dtype quantize writes (int8, uint8, int16, uint16, int32)");
+  }
+  FERRY_RETURN_IF_ERROR(CheckQuantRange(op, args, d));
+  results[0].layout = ContiguousLayout(d, Sizes(*x));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+absl::Status DequantizeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "dequantize";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 5, 5, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* q, AnyTensorArg(op, args, 0));
+  if (!IsQuantizedDType(q->dtype)) {
+    return OpError(op, "argument 0 has dtype ", DTypeName(q->dtype),
+                   ", expected int8, uint8, int16, uint16 or int32");
+  }
+  FERRY_RETURN_IF_ERROR(CheckQuantParam(op, args, 1, "scale", DType::kFloat32, DType::kFloat64));
+  FERRY_RETURN_IF_ERROR(CheckQuantParam(op, args, 2, "zero_point", DType::kInt64, DType::kInt32));
+  FERRY_RETURN_IF_ERROR(CheckQuantRange(op, args, q->dtype));
+  results[0].layout = ContiguousLayout(DType::kFloat32, Sizes(*q));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+// The scale and zero point of a call, from numbers or one-element tensors.
+absl::Status QuantParams(absl::string_view op, absl::Span<const OpArg> args, double* scale,
+                         int64_t* zero_point) {
+  if (args[1].scalar != nullptr) {
+    *scale = args[1].scalar->AsDouble();
+  } else {
+    const TensorRef& t = *args[1].tensor;
+    *scale = t.dtype == DType::kFloat64 ? *t.data_as<const double>() : *t.data_as<const float>();
+    if (!(*scale > 0 && std::isfinite(*scale))) {
+      return OpError(op, "the scale tensor holds ", *scale, ", not positive and finite");
+    }
+  }
+  if (args[2].scalar != nullptr) {
+    const Scalar& s = *args[2].scalar;
+    *zero_point = s.kind == Scalar::Kind::kBool ? s.b : s.i;
+  } else {
+    const TensorRef& t = *args[2].tensor;
+    *zero_point =
+        t.dtype == DType::kInt64 ? *t.data_as<const int64_t>() : *t.data_as<const int32_t>();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QuantizeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  double scale = 1;
+  int64_t zero_point = 0;
+  FERRY_RETURN_IF_ERROR(QuantParams("quantize", args, &scale, &zero_point));
+  const TensorRef& x = *args[0].tensor;
+  const TensorRef& out = *results[0];
+  const int64_t qmin =
+      args[3].scalar->kind == Scalar::Kind::kBool ? args[3].scalar->b : args[3].scalar->i;
+  const int64_t qmax =
+      args[4].scalar->kind == Scalar::Kind::kBool ? args[4].scalar->b : args[4].scalar->i;
+  const float inv_scale = 1.0f / static_cast<float>(scale);
+  const int32_t zp = static_cast<int32_t>(zero_point);
+  const double lo = static_cast<double>(qmin), hi = static_cast<double>(qmax);
+  const float* xd = x.data_as<const float>();
+  Dispatch(out.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      T* o = out.data_as<T>();
+      ForEachOffset<2>(
+          out.rank, out.sizes.data(), {out.strides.data(), x.strides.data()},
+          [&](const std::array<int64_t, 2>& off) {
+            // In double, so that no value overflows before the clamp; NaN
+            // gives quant_min, as ExecuTorch's cast does on x86-64.
+            const double v = zp + static_cast<double>(std::nearbyint(inv_scale * xd[off[1]]));
+            o[off[0]] = static_cast<T>(v != v ? qmin : static_cast<int64_t>(std::clamp(v, lo, hi)));
+          });
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status DequantizeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  double scale = 1;
+  int64_t zero_point = 0;
+  FERRY_RETURN_IF_ERROR(QuantParams("dequantize", args, &scale, &zero_point));
+  const TensorRef& q = *args[0].tensor;
+  const TensorRef& out = *results[0];
+  const float s = static_cast<float>(scale);
+  const int32_t zp = static_cast<int32_t>(zero_point);
+  float* o = out.data_as<float>();
+  Dispatch(q.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      const T* x = q.data_as<const T>();
+      ForEachOffset<2>(out.rank, out.sizes.data(), {out.strides.data(), q.strides.data()},
+                       [&](const std::array<int64_t, 2>& off) {
+                         o[off[0]] = static_cast<float>(static_cast<int64_t>(x[off[1]]) - zp) * s;
+                       });
+    }
+  });
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterDTypeOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("eq", 2, 2, 1, &EqInfer, &EqKernel)));
   FERRY_RETURN_IF_ERROR(
       registry.Register(MakeSchema("where", 3, 3, 1, &WhereInfer, &WhereKernel)));
+  FERRY_RETURN_IF_ERROR(
+      registry.Register(MakeSchema("quantize", 6, 6, 1, &QuantizeInfer, &QuantizeKernel)));
+  FERRY_RETURN_IF_ERROR(
+      registry.Register(MakeSchema("dequantize", 5, 5, 1, &DequantizeInfer, &DequantizeKernel)));
   return registry.Register(MakeSchema("to_dtype", 2, 2, 1, &ToDTypeInfer, &ToDTypeKernel));
 }
 

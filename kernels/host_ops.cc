@@ -37,6 +37,12 @@
 //   eq(t, number)                        bool result; any dtype
 //   where(t cond, t a, t b)              cond bool; a, b one dtype (any); all three broadcast
 //   to_dtype(t, int dtype)               cast to the DType numbered dtype (base/tensor.h)
+//   quantize(t x, scale, zero_point, int qmin, int qmax, int dtype)
+//                                        float32 to int8, uint8, int16, uint16 or int32 as
+//                                        ExecuTorch's quantize_per_tensor; scale a number or a
+//                                        one-element float tensor, zero_point a number or a
+//                                        one-element int tensor
+//   dequantize(t q, scale, zero_point, int qmin, int qmax)   to float32: (q - zero_point) * scale
 //   conv(t x, t w, intlist stride, intlist padding, intlist dilation, int groups[, t bias])
 //                                        float32; x [N, C, L] or [N, C, H, W], w [O, C/groups, k...];
 //                                        lists of 1 or one entry per spatial dim; two results:

@@ -383,5 +383,115 @@ TEST(NewDTypesTest, ArithmeticRefusesThemNamingTheOp) {
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("index_put_: argument 1 has dtype int32")));
 }
 
+// ---- quantize, dequantize --------------------------------------------------------------------
+
+// ExecuTorch's quantize_per_tensor, written from its definition:
+// clamp(zero_point + nearbyint(float(1 / float(scale)) * x), qmin, qmax), NaN to qmin.
+double QuantizeRef(double x, double scale, int64_t zp, int64_t qmin, int64_t qmax) {
+  const float inv = 1.0f / static_cast<float>(scale);
+  const float r = std::nearbyint(inv * static_cast<float>(x));
+  if (std::isnan(r)) return static_cast<double>(qmin);
+  return std::clamp(static_cast<double>(zp) + r, static_cast<double>(qmin),
+                    static_cast<double>(qmax));
+}
+
+TEST(QuantizeTest, HandCheckedInt8RoundingTiesToEvenAndSaturation) {
+  // scale 0.5 (x * 2), zero point 3: 0 -> 3; 1 -> 5; -1.26 -> -2.52 -> -3 -> 0; 100 -> 203 ->
+  // 127; -100 -> -197 -> -128; 0.25 -> 0.5 -> 0 (to even) -> 3; 0.75 -> 1.5 -> 2 -> 5; NaN -> -128.
+  TestTensor x = TestTensor::Float({8}, {0.0f, 1.0f, -1.26f, 100.0f, -100.0f, 0.25f, 0.75f,
+                                         std::numeric_limits<float>::quiet_NaN()});
+  const Scalar scale = Scalar::Double(0.5), zp = Scalar::Int(3), qmin = Scalar::Int(-128),
+               qmax = Scalar::Int(127), int8 = Scalar::Int(static_cast<int64_t>(DType::kInt8));
+  OpRun run = RunOp(Op("quantize"), {T(x), S(scale), S(zp), S(qmin), S(qmax), S(int8)});
+  ASSERT_OK(run.infer_status);
+  ASSERT_OK(run.kernel_status);
+  ASSERT_EQ(run.results[0].dtype, DType::kInt8);
+  const std::vector<double> want = {3, 5, 0, 127, -128, 3, 5, -128};
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(Get(run.results[0], {i}), want[i]) << i;
+}
+
+TEST(QuantizeTest, EveryQuantizedDTypeAgainstTheDefinitionAndTensorParameters) {
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {3, 5}, 4);
+  struct Case {
+    DType dtype;
+    int64_t qmin, qmax, zp;
+    double scale;
+  };
+  for (const Case& c :
+       {Case{DType::kInt8, -128, 127, -5, 0.03}, Case{DType::kUInt8, 0, 255, 128, 0.1},
+        Case{DType::kInt16, -1000, 1000, 7, 0.001}, Case{DType::kUInt16, 0, 65535, 300, 0.01},
+        Case{DType::kInt32, -100000, 100000, 0, 0.0001}}) {
+    SCOPED_TRACE(DTypeName(c.dtype));
+    const Scalar scale = Scalar::Double(c.scale), zp = Scalar::Int(c.zp),
+                 qmin = Scalar::Int(c.qmin), qmax = Scalar::Int(c.qmax),
+                 code = Scalar::Int(static_cast<int64_t>(c.dtype));
+    OpRun q = RunOp(Op("quantize"), {T(x), S(scale), S(zp), S(qmin), S(qmax), S(code)});
+    ASSERT_OK(q.infer_status);
+    ASSERT_OK(q.kernel_status);
+    ASSERT_EQ(q.results[0].dtype, c.dtype);
+    ForEachIndex(SizesOf(x.ref()), [&](const Index& i) {
+      EXPECT_EQ(Get(q.results[0], i), QuantizeRef(Get(x.ref(), i), c.scale, c.zp, c.qmin, c.qmax));
+    });
+    // And back: (q - zp) * float(scale).
+    OpRun d = RunOp(Op("dequantize"), {T(q.results[0]), S(scale), S(zp), S(qmin), S(qmax)});
+    ASSERT_OK(d.infer_status);
+    ASSERT_OK(d.kernel_status);
+    ForEachIndex(SizesOf(x.ref()), [&](const Index& i) {
+      const double want =
+          static_cast<float>(Get(q.results[0], i) - c.zp) * static_cast<float>(c.scale);
+      EXPECT_FLOAT_EQ(Get(d.results[0], i), want);
+    });
+    // The .Tensor form: scale float64 [1], zero point int64 [1].
+    TestTensor st = TestTensor::Empty(DType::kFloat64, {1});
+    *static_cast<double*>(st.ref().data) = c.scale;
+    TestTensor zt = TestTensor::Int({1}, {c.zp});
+    OpRun qt = RunOp(Op("quantize"), {T(x), T(st), T(zt), S(qmin), S(qmax), S(code)});
+    ASSERT_OK(qt.kernel_status);
+    ForEachIndex(SizesOf(x.ref()),
+                 [&](const Index& i) { EXPECT_EQ(Get(qt.results[0], i), Get(q.results[0], i)); });
+  }
+}
+
+TEST(QuantizeTest, HandCheckedDequantizeAndBadParametersRefused) {
+  TestTensor q = TestTensor::Empty(DType::kInt8, {4});
+  const int8_t v[] = {-128, 0, 3, 127};
+  std::copy(v, v + 4, static_cast<int8_t*>(q.ref().data));
+  const Scalar scale = Scalar::Double(0.5), zp = Scalar::Int(3), qmin = Scalar::Int(-128),
+               qmax = Scalar::Int(127);
+  OpRun d = RunOp(Op("dequantize"), {T(q), S(scale), S(zp), S(qmin), S(qmax)});
+  ASSERT_OK(d.kernel_status);
+  EXPECT_EQ(Get(d.results[0], {0}), -65.5);
+  EXPECT_EQ(Get(d.results[0], {1}), -1.5);
+  EXPECT_EQ(Get(d.results[0], {2}), 0.0);
+  EXPECT_EQ(Get(d.results[0], {3}), 62.0);
+
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {4});
+  const Scalar zero = Scalar::Double(0.0), int8 = Scalar::Int(static_cast<int64_t>(DType::kInt8)),
+               f32 = Scalar::Int(static_cast<int64_t>(DType::kFloat32)), wide = Scalar::Int(-200);
+  EXPECT_THAT(InferOnly(Op("quantize"), {T(x), S(zero), S(zp), S(qmin), S(qmax), S(int8)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("argument 1 (scale) is 0, not positive and finite")));
+  EXPECT_THAT(
+      InferOnly(Op("quantize"), {T(x), S(scale), S(zp), S(qmin), S(qmax), S(f32)}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("names no dtype quantize writes")));
+  EXPECT_THAT(InferOnly(Op("quantize"), {T(x), S(scale), S(zp), S(wide), S(qmax), S(int8)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("quant_min and quant_max are [-200, 127], not inside int8's "
+                                 "[-128, 127]")));
+  EXPECT_THAT(InferOnly(Op("dequantize"), {T(x), S(scale), S(zp), S(qmin), S(qmax)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("argument 0 has dtype float32, expected int8")));
+  // A scale tensor holding 0 is known only when the call runs.
+  TestTensor st = TestTensor::Float({1}, {0.0f});
+  OpRun bad = RunOp(Op("dequantize"), {T(q), T(st), S(zp), S(qmin), S(qmax)});
+  ASSERT_OK(bad.infer_status);
+  EXPECT_THAT(bad.kernel_status,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the scale tensor holds 0")));
+  TestTensor two = TestTensor::Float({2}, {0.5f, 0.5f});
+  EXPECT_THAT(InferOnly(Op("dequantize"), {T(q), T(two), S(zp), S(qmin), S(qmax)}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("argument 1 (scale) is a float32 tensor of shape [2]")));
+}
+
 }  // namespace
 }  // namespace ferry

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,8 @@
 
 namespace ferry::internal {
 namespace {
+
+constexpr int64_t kEtFloat = 6;  // ExecuTorch's ScalarType for float32
 
 // Element i of an int64 constant as float32.
 void Int64ToFloat(const uint8_t* from, size_t i, uint8_t* to) {
@@ -92,6 +95,53 @@ absl::Status ImportWhere(MethodImporter& m, absl::Span<const int32_t> args, int3
   return absl::OkStatus();
 }
 
+// quantize_per_tensor(input, scale, zero_point, quant_min, quant_max, dtype) and
+// dequantize_per_tensor(..., dtype, out_dtype?), with scale and zero_point numbers (.out) or
+// one-element tensors (.Tensor_out): `dtype` is the quantized side's, which must be `out`'s
+// (quantize) or the input's (dequantize); out_dtype must be None or float32.
+template <bool kQuantize>
+absl::Status ImportQuantizePerTensor(MethodImporter& m, absl::Span<const int32_t> args,
+                                     int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(int64_t dtype, m.IntValue(args[5], "dtype"));
+  FERRY_ASSIGN_OR_RETURN(TensorMeta quantized, m.MetaOf(kQuantize ? out : args[0]));
+  const std::string dtype_name = EtScalarTypeName(static_cast<int8_t>(dtype));
+  if (dtype < 0 || dtype > 127 || dtype_name != DTypeName(quantized.dtype)) {
+    return m.Invalid(absl::StrCat("dtype is ", dtype_name, ", but ", kQuantize ? "out" : "input",
+                                  " is ", DTypeName(quantized.dtype)));
+  }
+  if (!kQuantize && m.value(args[6]).kind != EtValueKind::kNull) {
+    FERRY_ASSIGN_OR_RETURN(int64_t out_dtype, m.IntValue(args[6], "out_dtype"));
+    if (out_dtype != kEtFloat) {
+      return m.Unimplemented(absl::StrCat("out_dtype is ",
+                                          EtScalarTypeName(static_cast<int8_t>(out_dtype)),
+                                          "; only float32 is supported"));
+    }
+  }
+  FERRY_ASSIGN_OR_RETURN(ValueId x, m.ReadTensor(args[0]));
+  ValueIds node_args = {x};
+  const char* what[] = {"scale", "zero_point"};
+  for (int i = 1; i <= 2; ++i) {
+    if (m.value(args[i]).kind == EtValueKind::kTensor) {
+      FERRY_ASSIGN_OR_RETURN(ValueId t, m.ReadTensor(args[i]));
+      node_args.push_back(t);
+    } else {
+      FERRY_ASSIGN_OR_RETURN(Scalar s, m.NumberValue(args[i], what[i - 1]));
+      node_args.push_back(m.AddScalar(s, absl::StrCat("value ", args[i])));
+    }
+  }
+  for (int i = 3; i <= 4; ++i) {
+    FERRY_ASSIGN_OR_RETURN(int64_t bound, m.IntValue(args[i], i == 3 ? "quant_min" : "quant_max"));
+    node_args.push_back(m.AddScalar(Scalar::Int(bound), absl::StrCat("value ", args[i])));
+  }
+  if (kQuantize) {
+    node_args.push_back(m.AddScalar(Scalar::Int(static_cast<int64_t>(quantized.dtype)),
+                                    absl::StrCat("dtype ", DTypeName(quantized.dtype))));
+  }
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode(kQuantize ? "quantize" : "dequantize", std::move(node_args), r);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Span<const EtOpMapping> DTypeEtOps() {
@@ -100,6 +150,11 @@ absl::Span<const EtOpMapping> DTypeEtOps() {
       {"dim_order_ops::_clone_dim_order.out", 3, &ImportDimOrderCopy},
       {"aten::eq.Scalar_out", 2, &ImportEqScalar},
       {"aten::where.self_out", 3, &ImportWhere},
+      {"quantized_decomposed::quantize_per_tensor.out", 6, &ImportQuantizePerTensor<true>},
+      {"quantized_decomposed::quantize_per_tensor.Tensor_out", 6, &ImportQuantizePerTensor<true>},
+      {"quantized_decomposed::dequantize_per_tensor.out", 7, &ImportQuantizePerTensor<false>},
+      {"quantized_decomposed::dequantize_per_tensor.Tensor_out", 7,
+       &ImportQuantizePerTensor<false>},
   };
   return kOps;
 }

@@ -27,6 +27,7 @@ using ::ferry::testing::FloatTensor;
 using ::ferry::testing::Int;
 using ::ferry::testing::Int32Tensor;
 using ::ferry::testing::KernelCall;
+using ::ferry::testing::MethodStatus;
 using ::ferry::testing::OneMethod;
 using ::ferry::testing::StatusIs;
 using ::ferry::testing::TensorOf;
@@ -183,6 +184,66 @@ TEST(EtDTypeOps, OpsThatDoNotTakeBoolAreRefusedAtLoad) {
                        AllOf(HasSubstr("aten::add.out (instruction 1)"),
                              HasSubstr("add: argument 0 has dtype bool, which add does not "
                                        "support"))));
+}
+
+// x float32 [4] -> quantize_per_tensor.out(x, 0.5, 3, -128, 127, int8) -> q int8 ->
+// dequantize_per_tensor.out(q, 0.5, 3, -128, 127, int8, None) -> y float32; and the .Tensor_out
+// forms with scale (float64 [1]) and zero point (int64 [1]) inputs.
+TEST(EtDTypeOps, QuantizeAndDequantizePerTensorRunAgainstHandCheckedValues) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({4}),                              // 0 x
+          Double(0.5),                                   // 1 scale
+          Int(3),                                        // 2 zero_point
+          Int(-128),                                     // 3
+          Int(127),                                      // 4
+          Int(kEtInt8),                                  // 5 dtype
+          TensorOf(kEtInt8, DType::kInt8, 1, {4}),       // 6 q
+          EtValue{},                                     // 7 out_dtype None
+          FloatTensor({4}),                              // 8 y
+          TensorOf(kEtDouble, DType::kFloat64, 8, {1}),  // 9 scale tensor
+          TensorOf(4, DType::kInt64, 8, {1}),            // 10 zero point tensor
+          TensorOf(kEtInt8, DType::kInt8, 1, {4}),       // 11 qt
+          FloatTensor({4}),                              // 12 yt
+      },
+      {0, 9, 10}, {6, 8, 11, 12},
+      {{"quantized_decomposed::quantize_per_tensor", "out"},
+       {"quantized_decomposed::dequantize_per_tensor", "out"},
+       {"quantized_decomposed::quantize_per_tensor", "Tensor_out"},
+       {"quantized_decomposed::dequantize_per_tensor", "Tensor_out"}},
+      {
+          KernelCall(0, {0, 1, 2, 3, 4, 5, 6, 6}),
+          KernelCall(1, {6, 1, 2, 3, 4, 5, 7, 8, 8}),
+          KernelCall(2, {0, 9, 10, 3, 4, 5, 11, 11}),
+          KernelCall(3, {11, 9, 10, 3, 4, 5, 7, 12, 12}),
+      });
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  // x * 2 + 3, rounded half to even and clamped: 1 -> 5, -1.26 -> 0, 100 -> 127, 0.25 -> 3.
+  std::vector<float> x = {1.0f, -1.26f, 100.0f, 0.25f};
+  std::vector<double> scale = {0.5};
+  std::vector<int64_t> zp = {3};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, x.data())));
+  ASSERT_OK(method->SetInput(1, TensorView::Host(DType::kFloat64, {1}, scale.data())));
+  ASSERT_OK(method->SetInput(2, TensorView::Host(DType::kInt64, {1}, zp.data())));
+  ASSERT_OK(method->Execute());
+  const int8_t want_q[] = {5, 0, 127, 3};
+  const float want_y[] = {1.0f, -1.5f, 62.0f, 0.0f};  // (q - 3) * 0.5
+  for (int k = 0; k < 4; ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(method->Output(0).data_as<int8_t>()[k], want_q[k]);
+    EXPECT_EQ(method->Output(1).data_as<float>()[k], want_y[k]);
+    EXPECT_EQ(method->Output(2).data_as<int8_t>()[k], want_q[k]);
+    EXPECT_EQ(method->Output(3).data_as<float>()[k], want_y[k]);
+  }
+  // A dtype argument that is not out's dtype.
+  EtProgram mismatched = p;
+  mismatched.methods[0].values[5] = Int(kEtUInt8);
+  EXPECT_THAT(MethodStatus(ThroughFile(mismatched)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("instruction 0 (quantized_decomposed::quantize_per_tensor.out): "
+                                 "dtype is uint8, but out is int8")));
 }
 
 }  // namespace

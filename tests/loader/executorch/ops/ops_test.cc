@@ -72,10 +72,17 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
                                              {"aten::unsqueeze_copy.out", 2},
                                              {"aten::cat.out", 2}}));
   EXPECT_THAT(RowsOf(DTypeEtOps()),
-              UnorderedElementsAreArray(Rows{{"dim_order_ops::_to_dim_order_copy.out", 3},
-                                             {"dim_order_ops::_clone_dim_order.out", 3},
-                                             {"aten::eq.Scalar_out", 2},
-                                             {"aten::where.self_out", 3}}));
+              UnorderedElementsAreArray(
+                  Rows{{"dim_order_ops::_to_dim_order_copy.out", 3},
+                       {"dim_order_ops::_clone_dim_order.out", 3},
+                       {"aten::eq.Scalar_out", 2},
+                       {"aten::where.self_out", 3},
+                       // input, scale, zero_point, quant_min, quant_max,
+                       // dtype (dequantize: and out_dtype)
+                       {"quantized_decomposed::quantize_per_tensor.out", 6},
+                       {"quantized_decomposed::quantize_per_tensor.Tensor_out", 6},
+                       {"quantized_decomposed::dequantize_per_tensor.out", 7},
+                       {"quantized_decomposed::dequantize_per_tensor.Tensor_out", 7}}));
   EXPECT_THAT(RowsOf(ReduceEtOps()),
               UnorderedElementsAreArray(Rows{{"aten::mean.out", 4}, {"aten::sum.IntList_out", 4}}));
   EXPECT_THAT(RowsOf(IndexEtOps()), UnorderedElementsAreArray(Rows{{"aten::index_put.out", 4},
@@ -130,7 +137,7 @@ TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
       EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
     }
   }
-  EXPECT_EQ(rows, 58u);
+  EXPECT_EQ(rows, 62u);
   EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
   EXPECT_EQ(FindEtOp("aten::convolution_backward.out"), nullptr);
   EXPECT_EQ(FindEtOp(""), nullptr);
