@@ -247,6 +247,11 @@ FERRY_FLOAT_UNARY(Gelu, "gelu", 0.5f * x * (1.0f + std::erf(x * 0.70710678118654
 FERRY_FLOAT_UNARY(GeluTanh, "gelu_tanh",
                   0.5f * x *
                       (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x))));
+// ATen's: x * relu6(x + 3) / 6 and relu6(x + 3) / 6; NaN stays NaN.
+FERRY_FLOAT_UNARY(Hardswish, "hardswish",
+                  x != x ? x : x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f);
+FERRY_FLOAT_UNARY(Hardsigmoid, "hardsigmoid",
+                  x != x ? x : std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f);
 FERRY_FLOAT_UNARY(Sqrt, "sqrt", std::sqrt(x));
 FERRY_FLOAT_UNARY(Rsqrt, "rsqrt", 1.0f / std::sqrt(x));
 
@@ -364,6 +369,48 @@ absl::Status ClampKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* con
     ClampLoop<int64_t>(out, *args[0].tensor, ScalarAs<int64_t>(*args[1].scalar),
                        ScalarAs<int64_t>(*args[2].scalar));
   }
+  return absl::OkStatus();
+}
+
+// ---- leaky_relu, elu ------------------------------------------------------------------------
+
+// leaky_relu(t x, number negative_slope): x > 0 ? x : x * negative_slope.
+// elu(t x, number alpha, number scale, number input_scale): x > 0 ? x * scale
+// : (exp(x * input_scale) - 1) * alpha * scale, as ATen computes it. Both float32.
+template <int kNumbers>
+absl::Status FloatWithNumbersInfer(absl::string_view op, absl::Span<const OpArg> args,
+                                   absl::Span<InferredResult> results) {
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 1 + kNumbers, 1 + kNumbers, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* a, TensorArg(op, args, 0));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *a, DType::kFloat32));
+  for (int i = 1; i <= kNumbers; ++i) FERRY_RETURN_IF_ERROR(NumberArg(op, args, i).status());
+  results[0].layout = ContiguousLayout(DType::kFloat32, Sizes(*a));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+absl::Status LeakyReluInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  return FloatWithNumbersInfer<1>("leaky_relu", args, results);
+}
+
+absl::Status LeakyReluKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const float slope = ScalarAs<float>(*args[1].scalar);
+  MapLoop<float>(*results[0], *args[0].tensor,
+                 [slope](float x) { return x > 0.0f ? x : x * slope; });
+  return absl::OkStatus();
+}
+
+absl::Status EluInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  return FloatWithNumbersInfer<3>("elu", args, results);
+}
+
+absl::Status EluKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const float negcoef = ScalarAs<float>(*args[1].scalar) * ScalarAs<float>(*args[2].scalar);
+  const float poscoef = ScalarAs<float>(*args[2].scalar);
+  const float input_scale = ScalarAs<float>(*args[3].scalar);
+  MapLoop<float>(*results[0], *args[0].tensor, [=](float x) {
+    return x > 0.0f ? x * poscoef : std::expm1(x * input_scale) * negcoef;
+  });
   return absl::OkStatus();
 }
 
@@ -492,6 +539,11 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(RegisterUnary<Silu>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Gelu>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<GeluTanh>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Hardswish>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Hardsigmoid>(registry));
+  FERRY_RETURN_IF_ERROR(
+      registry.Register(MakeSchema("leaky_relu", 2, 2, 1, &LeakyReluInfer, &LeakyReluKernel)));
+  FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("elu", 4, 4, 1, &EluInfer, &EluKernel)));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Sqrt>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Rsqrt>(registry));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("clamp", 3, 3, 1, &ClampInfer, &ClampKernel)));

@@ -9,6 +9,8 @@
 //   relu|neg|abs(t)                      float32 and int64
 //   exp|log|sin|cos|tanh|sigmoid|silu|gelu|gelu_tanh|sqrt|rsqrt(t)
 //                                        float32; gelu is the erf form, gelu_tanh ATen's tanh one
+//   hardswish|hardsigmoid(t)             float32, ATen's (relu6(x + 3) / 6, times x for hardswish)
+//   leaky_relu(t, number slope), elu(t, number alpha, number scale, number input_scale)   float32
 //   <unary>_(t)                          in place: writes arg 0, result is a view of it
 //   clamp(t, number min, number max)     float32, and int64 with whole-number bounds; NaN stays
 //                                        NaN; min > max gives max
@@ -18,6 +20,7 @@
 //   matmul(t a, t b)                     float32; [..., m, k] x [..., k, n], batch broadcasting
 //   linear(t x, t w[, t bias])           float32; x [..., in], w [out, in], bias [out]
 //   softmax(t x, int dim)                float32; subtracts the row max
+//   log_softmax(t x, int dim)            float32; x - max - log(sum(exp(x - max)))
 //   rms_norm(t x, t weight, number eps)  float32; over the last dim
 //   view(t, intlist)                     view; one -1; load error when the strides do not allow it
 //   transpose(t, int, int), permute(t, intlist), unsqueeze(t, int), squeeze(t, int)     views

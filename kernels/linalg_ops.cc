@@ -1,4 +1,5 @@
-// Linear algebra and normalization host ops: matmul, linear, softmax, rms_norm (float32).
+// Linear algebra and normalization host ops: matmul, linear, softmax, log_softmax, rms_norm
+// (float32).
 //
 // All honour arbitrary input and result strides; the inner loops take a unit-stride path when the
 // innermost dimensions are contiguous. matmul and linear hand float32 products that a BLAS takes
@@ -374,6 +375,58 @@ absl::Status SoftmaxKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* c
   return absl::OkStatus();
 }
 
+// log_softmax(t x, int dim): x - max - log(sum(exp(x - max))) along dim, in float (the row's
+// sum of exponentials as the SIMD loops compute it for dense rows).
+absl::Status LogSoftmaxInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "log_softmax";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
+  FERRY_ASSIGN_OR_RETURN(int64_t dim, IntArg(op, args, 1));
+  FERRY_RETURN_IF_ERROR(NormalizeDim(op, 1, dim, x->rank).status());
+  results[0].layout = ContiguousLayout(DType::kFloat32, Sizes(*x));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+absl::Status LogSoftmaxKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& x = *args[0].tensor;
+  const TensorRef& out = *results[0];
+  const int64_t raw_dim = args[1].scalar->kind == Scalar::Kind::kInt
+                              ? args[1].scalar->i
+                              : static_cast<int64_t>(args[1].scalar->b);
+  const int dim = static_cast<int>(raw_dim < 0 ? raw_dim + x.rank : raw_dim);
+  int64_t sizes[kMaxRank];
+  int64_t os[kMaxRank];
+  int64_t xs[kMaxRank];
+  DropDim(x, dim, out, x, sizes, os, xs);
+  const int64_t len = x.sizes[dim];
+  const int64_t xstep = x.strides[dim];
+  const int64_t ostep = out.strides[dim];
+  float* o = out.data_as<float>();
+  const float* xd = x.data_as<const float>();
+  if (len == 0) return absl::OkStatus();
+  const FloatLoops& loops = Loops();
+  const bool dense = xstep == 1 && ostep == 1;
+  ForEachOffset<2>(x.rank - 1, sizes, {os, xs}, [&](const std::array<int64_t, 2>& off) {
+    const float* xr = xd + off[1];
+    float* orow = o + off[0];
+    float max = -std::numeric_limits<float>::infinity();
+    float sum = 0.0f;
+    if (dense) {
+      max = loops.max(xr, len);
+      // exp_sum writes the exponentials into the row, which the last loop overwrites.
+      sum = loops.exp_sum(orow, xr, max, len);
+    } else {
+      for (int64_t j = 0; j < len; ++j) max = std::fmax(max, xr[j * xstep]);
+      for (int64_t j = 0; j < len; ++j) sum += std::exp(xr[j * xstep] - max);
+    }
+    const float shift = max + std::log(sum);
+    for (int64_t j = 0; j < len; ++j) orow[j * ostep] = xr[j * xstep] - shift;
+  });
+  return absl::OkStatus();
+}
+
 absl::Status RmsNormInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "rms_norm";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 3, 3, results, 1));
@@ -447,6 +500,8 @@ absl::Status RegisterLinalgOps(OpRegistry& registry) {
       registry.Register(MakeSchema("linear", 2, 3, 1, &LinearInfer, &LinearKernel)));
   FERRY_RETURN_IF_ERROR(
       registry.Register(MakeSchema("softmax", 2, 2, 1, &SoftmaxInfer, &SoftmaxKernel)));
+  FERRY_RETURN_IF_ERROR(
+      registry.Register(MakeSchema("log_softmax", 2, 2, 1, &LogSoftmaxInfer, &LogSoftmaxKernel)));
   return registry.Register(MakeSchema("rms_norm", 3, 3, 1, &RmsNormInfer, &RmsNormKernel));
 }
 

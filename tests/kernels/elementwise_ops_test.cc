@@ -303,6 +303,8 @@ std::vector<UnaryCase> UnaryCases() {
          return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
        },
        false},
+      {"hardswish", [](double x) { return x * std::clamp(x + 3, 0.0, 6.0) / 6; }, false},
+      {"hardsigmoid", [](double x) { return std::clamp(x + 3, 0.0, 6.0) / 6; }, false},
       {"sqrt", [](double x) { return std::sqrt(x); }, false},
       {"rsqrt", [](double x) { return 1.0 / std::sqrt(x); }, false},
   };
@@ -430,6 +432,35 @@ TEST(ClampTest, RejectsWrongArguments) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clamp: argument 1")));
   EXPECT_THAT(InferOnly(Op("clamp"), {T(x), S(one)}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("clamp: expected 3 arguments")));
+}
+
+// ---- leaky_relu, elu ----------------------------------------------------------------------
+
+TEST(LeakyReluAndEluTest, AgainstTheirDefinitionsOnAStridedInput) {
+  TestTensor base = TestTensor::Filled(DType::kFloat32, {4, 6}, 5);
+  TensorRef x = base.View({3, 4}, {1, 6});  // transposed slice
+  OpRun leaky = RunOp(Op("leaky_relu"), {T(x), S(Scalar::Double(0.1))});
+  ASSERT_OK(leaky.infer_status);
+  ASSERT_OK(leaky.kernel_status);
+  // elu with alpha 1.5, scale 2, input_scale 0.5: x > 0 ? 2x : 3 (exp(x / 2) - 1).
+  OpRun elu =
+      RunOp(Op("elu"), {T(x), S(Scalar::Double(1.5)), S(Scalar::Int(2)), S(Scalar::Double(0.5))});
+  ASSERT_OK(elu.infer_status);
+  ASSERT_OK(elu.kernel_status);
+  int negatives = 0;
+  ForEachIndex({3, 4}, [&](const Index& idx) {
+    const double v = Get(x, idx);
+    negatives += v < 0;
+    EXPECT_NEAR(Get(leaky.results[0], idx), v > 0 ? v : 0.1 * v, 1e-6);
+    EXPECT_NEAR(Get(elu.results[0], idx), v > 0 ? 2 * v : 3 * (std::exp(v / 2) - 1), 1e-5);
+  });
+  EXPECT_GT(negatives, 0);
+  TestTensor i = TestTensor::Int({2}, {1, 2});
+  EXPECT_THAT(InferOnly(Op("leaky_relu"), {T(i), S(Scalar::Double(0.1))}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "leaky_relu: argument 0 has dtype int64, expected float32"));
+  EXPECT_THAT(InferOnly(Op("elu"), {T(x), S(Scalar::Double(1)), S(Scalar::Double(1))}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("elu: expected 4 arguments")));
 }
 
 // ---- pow ----------------------------------------------------------------------------------

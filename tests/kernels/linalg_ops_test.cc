@@ -284,6 +284,46 @@ TEST(SoftmaxTest, InferRejections) {
               StatusIs(absl::StatusCode::kInvalidArgument, "softmax: argument 1 must be an int"));
 }
 
+// log_softmax along `dim`: x - log(sum(exp(x))) over the row, in double.
+void ExpectLogSoftmax(const TensorRef& out, const TensorRef& x, int dim) {
+  ForEachIndex(SizesOf(out), [&](const Index& idx) {
+    Index j = idx;
+    double sum = 0;
+    for (int64_t k = 0; k < x.sizes[dim]; ++k) {
+      j[dim] = k;
+      sum += std::exp(Get(x, j));
+    }
+    EXPECT_NEAR(Get(out, idx), Get(x, idx) - std::log(sum), 1e-5);
+  });
+}
+
+TEST(LogSoftmaxTest, EveryDimStridedAndLargeInputs) {
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {2, 3, 4}, 3);
+  for (int64_t dim : {0, 1, 2, -1}) {
+    const Scalar d = Scalar::Int(dim);
+    OpRun run = RunOp(Op("log_softmax"), {T(x), S(d)});
+    ASSERT_OK(run.infer_status) << dim;
+    ASSERT_OK(run.kernel_status);
+    ExpectLogSoftmax(run.results[0], x.ref(), static_cast<int>(dim < 0 ? dim + 3 : dim));
+  }
+  TestTensor base = TestTensor::Filled(DType::kFloat32, {4, 3}, 2);
+  TensorRef t = base.View({3, 4}, {1, 3});
+  OpRun strided = RunOp(Op("log_softmax"), {T(t), S(Scalar::Int(1))}, std::vector<int64_t>{1, 3});
+  ASSERT_OK(strided.kernel_status);
+  ExpectLogSoftmax(strided.results[0], t, 1);
+  // exp(1000) overflows float: 1000 - (1001 + log(1 + 1/e)) and -log(1 + 1/e).
+  TestTensor big = TestTensor::Float({2}, {1000.0f, 1001.0f});
+  OpRun run = RunOp(Op("log_softmax"), {T(big), S(Scalar::Int(0))});
+  ASSERT_OK(run.kernel_status);
+  const double tail = std::log(1 + std::exp(-1.0));
+  EXPECT_NEAR(Get(run.results[0], {0}), -1 - tail, 1e-4);
+  EXPECT_NEAR(Get(run.results[0], {1}), -tail, 1e-4);
+  TestTensor i = TestTensor::Filled(DType::kInt64, {2});
+  EXPECT_THAT(InferOnly(Op("log_softmax"), {T(i), S(Scalar::Int(0))}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "log_softmax: argument 0 has dtype int64, expected float32"));
+}
+
 void ExpectRmsNorm(const TensorRef& out, const TensorRef& x, const TensorRef& w, double eps) {
   ForEachIndex(SizesOf(out), [&](const Index& idx) {
     const int last = x.rank - 1;

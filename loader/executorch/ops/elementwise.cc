@@ -140,6 +140,26 @@ constexpr char kSigmoid[] = "sigmoid";
 constexpr char kSilu[] = "silu";
 constexpr char kSqrt[] = "sqrt";
 constexpr char kRsqrt[] = "rsqrt";
+constexpr char kHardswish[] = "hardswish";
+constexpr char kHardsigmoid[] = "hardsigmoid";
+
+// leaky_relu(self, negative_slope) and elu(self, alpha, scale, input_scale): Ferry's op of the
+// same name with the numbers as they are.
+template <const char* kOp>
+absl::Status ImportWithNumbers(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  ValueIds node_args = {a};
+  for (size_t i = 1; i < args.size(); ++i) {
+    FERRY_ASSIGN_OR_RETURN(Scalar n, m.NumberValue(args[i], absl::StrCat("argument ", i)));
+    node_args.push_back(m.AddScalar(n, absl::StrCat("value ", args[i])));
+  }
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode(kOp, std::move(node_args), r);
+  return absl::OkStatus();
+}
+
+constexpr char kLeakyRelu[] = "leaky_relu";
+constexpr char kElu[] = "elu";
 
 }  // namespace
 
@@ -168,6 +188,10 @@ absl::Span<const EtOpMapping> ElementwiseEtOps() {
       {"aten::sqrt.out", 1, &ImportUnary<kSqrt>},
       {"aten::rsqrt.out", 1, &ImportUnary<kRsqrt>},
       {"aten::gelu.out", 2, &ImportGelu},
+      {"aten::hardswish.out", 1, &ImportUnary<kHardswish>},
+      {"aten::hardsigmoid.out", 1, &ImportUnary<kHardsigmoid>},
+      {"aten::leaky_relu.out", 2, &ImportWithNumbers<kLeakyRelu>},
+      {"aten::elu.out", 4, &ImportWithNumbers<kElu>},
       {"aten::clamp.out", 3, &ImportClamp<true>},
       {"aten::hardtanh.out", 3, &ImportClamp<false>},
       {"aten::copy.out", 3, &ImportCopy},

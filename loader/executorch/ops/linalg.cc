@@ -66,7 +66,8 @@ absl::Status ImportLinear(MethodImporter& m, absl::Span<const int32_t> args, int
   return absl::OkStatus();
 }
 
-// _softmax(self, dim, half_to_float): half_to_float must be false.
+// _softmax(self, dim, half_to_float) and _log_softmax: half_to_float must be false.
+template <const char* kOp>
 absl::Status ImportSoftmax(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
   FERRY_ASSIGN_OR_RETURN(int64_t dim, m.IntValue(args[1], "dim"));
   FERRY_ASSIGN_OR_RETURN(bool half_to_float, m.BoolValue(args[2], "half_to_float"));
@@ -76,9 +77,12 @@ absl::Status ImportSoftmax(MethodImporter& m, absl::Span<const int32_t> args, in
   FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
   const ValueId d = m.AddScalar(Scalar::Int(dim), absl::StrCat("value ", args[1]));
   FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
-  m.AddNode("softmax", {a, d}, r);
+  m.AddNode(kOp, {a, d}, r);
   return absl::OkStatus();
 }
+
+constexpr char kSoftmax[] = "softmax";
+constexpr char kLogSoftmax[] = "log_softmax";
 
 }  // namespace
 
@@ -88,7 +92,8 @@ absl::Span<const EtOpMapping> LinalgEtOps() {
       {"aten::bmm.out", 2, &ImportBmm},
       {"aten::addmm.out", 5, &ImportAddmm},
       {"aten::linear.out", 3, &ImportLinear},
-      {"aten::_softmax.out", 3, &ImportSoftmax},
+      {"aten::_softmax.out", 3, &ImportSoftmax<kSoftmax>},
+      {"aten::_log_softmax.out", 3, &ImportSoftmax<kLogSoftmax>},
   };
   return kOps;
 }

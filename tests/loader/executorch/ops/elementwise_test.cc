@@ -103,6 +103,8 @@ TEST(EtElementwiseOps, UnaryOpsRunAgainstANaiveReference) {
       {"sqrt", true, [](double v) { return std::sqrt(v); }},
       {"rsqrt", true, [](double v) { return 1 / std::sqrt(v); }},
       {"gelu", false, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
+      {"hardswish", false, [](double v) { return v * std::clamp(v + 3, 0.0, 6.0) / 6; }},
+      {"hardsigmoid", false, [](double v) { return std::clamp(v + 3, 0.0, 6.0) / 6; }},
   };
   EtValue none;
   none.kind = EtValueKind::kString;
@@ -136,6 +138,27 @@ TEST(EtElementwiseOps, UnaryOpsRunAgainstANaiveReference) {
       EXPECT_NEAR(got[k], want, 1e-5 * std::max(1.0, std::fabs(want)))
           << ops[i].name << ", element " << k;
     }
+  }
+}
+
+// x [4]: l = leaky_relu(x, 0.2); e = elu(x, 1.5, 2, 0.5).
+TEST(EtElementwiseOps, LeakyReluAndEluRunAgainstTheirDefinitions) {
+  EtProgram p = OneMethod({FloatTensor({4}), Double(0.2), FloatTensor({4}), Double(1.5), Int(2),
+                           Double(0.5), FloatTensor({4})},
+                          {0}, {2, 6}, {{"aten::leaky_relu", "out"}, {"aten::elu", "out"}},
+                          {KernelCall(0, {0, 1, 2, 2}), KernelCall(1, {0, 3, 4, 5, 6, 6})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {-2.0f, -0.5f, 0.0f, 1.5f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, x.data())));
+  ASSERT_OK(method->Execute());
+  for (int k = 0; k < 4; ++k) {
+    const double v = x[k];
+    EXPECT_NEAR(method->Output(0).data_as<float>()[k], v > 0 ? v : 0.2 * v, 1e-6) << k;
+    EXPECT_NEAR(method->Output(1).data_as<float>()[k], v > 0 ? 2 * v : 3 * (std::exp(v / 2) - 1),
+                1e-5)
+        << k;
   }
 }
 

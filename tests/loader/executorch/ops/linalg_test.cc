@@ -152,6 +152,26 @@ TEST(EtLinalgOps, SoftmaxRunsAgainstANaiveReference) {
   }
 }
 
+// x [2, 3]: s = _softmax(x, 1); l = _log_softmax(x, -1).
+TEST(EtLinalgOps, LogSoftmaxRunsAgainstANaiveReference) {
+  EtProgram p = OneMethod({FloatTensor({2, 3}), Int(-1), Bool(false), FloatTensor({2, 3})}, {0},
+                          {3}, {{"aten::_log_softmax", "out"}}, {KernelCall(0, {0, 1, 2, 3, 3})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 3.0f, 0.5f, 0.5f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* ls = method->Output(0).data_as<float>();
+  for (int i = 0; i < 2; ++i) {
+    double sum_exp = 0;
+    for (int k = 0; k < 3; ++k) sum_exp += std::exp(static_cast<double>(x[i * 3 + k]));
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR(ls[i * 3 + k], x[i * 3 + k] - std::log(sum_exp), 1e-6) << i << ", " << k;
+    }
+  }
+}
+
 TEST(EtLinalgOps, SoftmaxToHalfIsRefused) {
   EtProgram softmax = OneMethod({FloatTensor({2}), Int(0), Bool(true), FloatTensor({2})}, {0},
                                 {3}, {{"aten::_softmax", "out"}}, {KernelCall(0, {0, 1, 2, 3, 3})});

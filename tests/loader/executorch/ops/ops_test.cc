@@ -51,15 +51,23 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
                                              {"aten::sqrt.out", 1},
                                              {"aten::rsqrt.out", 1},
                                              {"aten::gelu.out", 2},
+                                             {"aten::hardswish.out", 1},
+                                             {"aten::hardsigmoid.out", 1},
+                                             // leaky_relu(self, negative_slope),
+                                             // elu(self, alpha, scale, input_scale)
+                                             {"aten::leaky_relu.out", 2},
+                                             {"aten::elu.out", 4},
                                              {"aten::clamp.out", 3},
                                              {"aten::hardtanh.out", 3},
                                              {"aten::copy.out", 3},
                                              {"aten::copy_", 3}}));
-  EXPECT_THAT(RowsOf(LinalgEtOps()), UnorderedElementsAreArray(Rows{{"aten::mm.out", 2},
-                                                                    {"aten::bmm.out", 2},
-                                                                    {"aten::addmm.out", 5},
-                                                                    {"aten::linear.out", 3},
-                                                                    {"aten::_softmax.out", 3}}));
+  EXPECT_THAT(RowsOf(LinalgEtOps()),
+              UnorderedElementsAreArray(Rows{{"aten::mm.out", 2},
+                                             {"aten::bmm.out", 2},
+                                             {"aten::addmm.out", 5},
+                                             {"aten::linear.out", 3},
+                                             {"aten::_softmax.out", 3},
+                                             {"aten::_log_softmax.out", 3}}));
   EXPECT_THAT(RowsOf(ShapeEtOps()),
               UnorderedElementsAreArray(Rows{{"aten::clone.out", 2},
                                              {"aten::alias_copy.out", 1},
@@ -137,7 +145,7 @@ TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
       EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
     }
   }
-  EXPECT_EQ(rows, 62u);
+  EXPECT_EQ(rows, 67u);
   EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
   EXPECT_EQ(FindEtOp("aten::convolution_backward.out"), nullptr);
   EXPECT_EQ(FindEtOp(""), nullptr);
