@@ -1,6 +1,7 @@
-// Host ops that produce or consume other dtypes than their arguments': eq (a comparison with a
-// number, giving bool), where (a selection by a bool condition), to_dtype (a cast), and quantize
-// and dequantize (float32 to an integer dtype by a scale and zero point, and back).
+// Host ops that produce or consume other dtypes than their arguments': eq, ne, lt, le, gt and ge
+// (comparisons with a tensor or a number, giving bool), where (a selection by a bool condition),
+// to_dtype (a cast), and quantize and dequantize (float32 to an integer dtype by a scale and zero
+// point, and back).
 //
 // They take every dtype (base/tensor.h DType); float16 and bfloat16 are computed in float.
 // Results are row-major contiguous.
@@ -74,52 +75,136 @@ auto Widen(T x) {
   }
 }
 
-// ---- eq -------------------------------------------------------------------------------------
+// ---- comparisons ----------------------------------------------------------------------------
 
-// eq(t self, number other) -> bool: self == other elementwise. A float32 tensor compares in
-// float32 (other rounded to float32, as PyTorch does); an integer or bool tensor compares with an
-// int or bool exactly and with a double as a double.
-absl::Status EqInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
-  constexpr absl::string_view op = "eq";
+// eq|ne|lt|le|gt|ge(t self, t other | number) -> bool, elementwise. With a number: a
+// floating-point tensor compares in its own dtype (the number rounded to it, as PyTorch does: a
+// Python scalar does not promote a tensor); an integer or bool tensor compares with an int or bool
+// exactly and with a double as a double. With a tensor: both of one dtype, broadcast together.
+struct Eq {
+  static constexpr const char* kName = "eq";
+  template <typename A>
+  static bool Apply(A a, A b) {
+    return a == b;
+  }
+};
+struct Ne {
+  static constexpr const char* kName = "ne";
+  template <typename A>
+  static bool Apply(A a, A b) {
+    return a != b;
+  }
+};
+struct Lt {
+  static constexpr const char* kName = "lt";
+  template <typename A>
+  static bool Apply(A a, A b) {
+    return a < b;
+  }
+};
+struct Le {
+  static constexpr const char* kName = "le";
+  template <typename A>
+  static bool Apply(A a, A b) {
+    return a <= b;
+  }
+};
+struct Gt {
+  static constexpr const char* kName = "gt";
+  template <typename A>
+  static bool Apply(A a, A b) {
+    return a > b;
+  }
+};
+struct Ge {
+  static constexpr const char* kName = "ge";
+  template <typename A>
+  static bool Apply(A a, A b) {
+    return a >= b;
+  }
+};
+
+template <typename Cmp>
+absl::Status CompareInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = Cmp::kName;
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
   FERRY_ASSIGN_OR_RETURN(const TensorRef* a, AnyTensorArg(op, args, 0));
-  FERRY_RETURN_IF_ERROR(NumberArg(op, args, 1).status());
-  results[0].layout = ContiguousLayout(DType::kBool, Sizes(*a));
+  if (args[1].tensor == nullptr) {
+    FERRY_RETURN_IF_ERROR(NumberArg(op, args, 1).status());
+    results[0].layout = ContiguousLayout(DType::kBool, Sizes(*a));
+    results[0].view_offset = 0;
+    return absl::OkStatus();
+  }
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* b, AnyTensorArg(op, args, 1));
+  if (b->dtype != a->dtype) {
+    return absl::UnimplementedError(absl::StrCat(op, ": argument 1 has dtype ", DTypeName(b->dtype),
+                                                 " and argument 0 ", DTypeName(a->dtype),
+                                                 "; only tensors of one dtype are compared"));
+  }
+  std::vector<int64_t> sizes;
+  if (!BroadcastShapes(Sizes(*a), Sizes(*b), &sizes)) {
+    return OpError(op, "argument 1 has shape ", ShapeString(*b), ", which does not broadcast with ",
+                   ShapeString(*a));
+  }
+  results[0].layout = ContiguousLayout(DType::kBool, sizes);
   results[0].view_offset = 0;
   return absl::OkStatus();
 }
 
-// A floating-point tensor compares in its own dtype (the number rounded to it, as PyTorch does:
-// a Python scalar does not promote a tensor).
-template <typename T>
-bool Equals(T x, const Scalar& s) {
+// x compared with the number s under the rules above.
+template <typename Cmp, typename T>
+bool CompareNumber(T x, const Scalar& s) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    return x == static_cast<T>(s.AsDouble());
+    return Cmp::Apply(x, static_cast<T>(s.AsDouble()));
   } else if constexpr (std::is_same_v<T, HalfElem>) {
-    return Widen(x) == Float16ToFloat(FloatToFloat16(static_cast<float>(s.AsDouble())));
+    return Cmp::Apply(Widen(x), Float16ToFloat(FloatToFloat16(static_cast<float>(s.AsDouble()))));
   } else if constexpr (std::is_same_v<T, BF16Elem>) {
-    return Widen(x) == BFloat16ToFloat(FloatToBFloat16(static_cast<float>(s.AsDouble())));
+    return Cmp::Apply(Widen(x), BFloat16ToFloat(FloatToBFloat16(static_cast<float>(s.AsDouble()))));
   } else {
-    if (s.kind == Scalar::Kind::kDouble) return static_cast<double>(Widen(x)) == s.d;
+    if (s.kind == Scalar::Kind::kDouble) return Cmp::Apply(static_cast<double>(Widen(x)), s.d);
     const int64_t v = s.kind == Scalar::Kind::kInt ? s.i : static_cast<int64_t>(s.b);
-    return static_cast<int64_t>(Widen(x)) == v;
+    return Cmp::Apply(static_cast<int64_t>(Widen(x)), v);
   }
 }
 
-absl::Status EqKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+template <typename Cmp>
+absl::Status CompareKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
   const TensorRef& a = *args[0].tensor;
-  const Scalar& s = *args[1].scalar;
   const TensorRef& out = *results[0];
   uint8_t* o = out.data_as<uint8_t>();
+  if (args[1].tensor == nullptr) {
+    const Scalar& s = *args[1].scalar;
+    Dispatch(a.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* x = a.data_as<const T>();
+      ForEachOffset<2>(out.rank, out.sizes.data(), {out.strides.data(), a.strides.data()},
+                       [&](const std::array<int64_t, 2>& off) {
+                         o[off[0]] = CompareNumber<Cmp, T>(x[off[1]], s) ? 1 : 0;
+                       });
+    });
+    return absl::OkStatus();
+  }
+  const TensorRef& b = *args[1].tensor;
+  int64_t as[kMaxRank];
+  int64_t bs[kMaxRank];
+  BroadcastStrides(a, out.rank, out.sizes.data(), as);
+  BroadcastStrides(b, out.rank, out.sizes.data(), bs);
   Dispatch(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* x = a.data_as<const T>();
-    ForEachOffset<2>(out.rank, out.sizes.data(), {out.strides.data(), a.strides.data()},
-                     [&](const std::array<int64_t, 2>& off) {
-                       o[off[0]] = Equals<T>(x[off[1]], s) ? 1 : 0;
+    const T* y = b.data_as<const T>();
+    ForEachOffset<3>(out.rank, out.sizes.data(), {out.strides.data(), as, bs},
+                     [&](const std::array<int64_t, 3>& off) {
+                       o[off[0]] = Cmp::Apply(Widen(x[off[1]]), Widen(y[off[2]])) ? 1 : 0;
                      });
   });
   return absl::OkStatus();
+}
+
+template <typename Cmp>
+absl::Status RegisterCompare(OpRegistry& registry) {
+  return registry.Register(
+      MakeSchema(Cmp::kName, 2, 2, 1, &CompareInfer<Cmp>, &CompareKernel<Cmp>));
 }
 
 // ---- where ----------------------------------------------------------------------------------
@@ -418,7 +503,12 @@ absl::Status DequantizeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef
 }  // namespace
 
 absl::Status RegisterDTypeOps(OpRegistry& registry) {
-  FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("eq", 2, 2, 1, &EqInfer, &EqKernel)));
+  FERRY_RETURN_IF_ERROR(RegisterCompare<Eq>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterCompare<Ne>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterCompare<Lt>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterCompare<Le>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterCompare<Gt>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterCompare<Ge>(registry));
   FERRY_RETURN_IF_ERROR(
       registry.Register(MakeSchema("where", 3, 3, 1, &WhereInfer, &WhereKernel)));
   FERRY_RETURN_IF_ERROR(

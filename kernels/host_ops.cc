@@ -37,7 +37,8 @@
 //                                        an out-of-range index is a run-time InvalidArgument
 //   mean(t x, intlist dims, bool keepdim) float32; [] reduces every dim; empty reductions NaN
 //   sum(t x, intlist dims, bool keepdim)  float32; as mean, without the division; empty sums 0
-//   eq(t, number)                        bool result; any dtype
+//   eq|ne|lt|le|gt|ge(t, t | number)     bool result; any dtype; two tensors of one dtype,
+//                                        broadcast
 //   where(t cond, t a, t b)              cond bool; a, b one dtype (any); all three broadcast
 //   to_dtype(t, int dtype)               cast to the DType numbered dtype (base/tensor.h)
 //   quantize(t x, scale, zero_point, int qmin, int qmax, int dtype)

@@ -128,8 +128,57 @@ TEST(EqTest, InferRejections) {
   const Scalar list = Scalar::IntList({1});
   EXPECT_THAT(InferOnly(Op("eq"), {T(x), S(list)}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eq: argument 1 must be a number")));
-  EXPECT_THAT(InferOnly(Op("eq"), {T(x), T(x)}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("eq: argument 1 must be a number")));
+  TestTensor i = TestTensor::Int({2}, {1, 2});
+  EXPECT_THAT(InferOnly(Op("eq"), {T(x), T(i)}),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("eq: argument 1 has dtype int64 and argument 0 float32")));
+  TestTensor three = TestTensor::Filled(DType::kFloat32, {3});
+  EXPECT_THAT(
+      InferOnly(Op("lt"), {T(x), T(three)}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("lt: argument 1 has shape [3], which does not broadcast with [2]")));
+}
+
+// Every comparison, against a tensor (broadcast) and a number, over float32, int64, int8 and
+// float16, checked with the C++ comparison of the widened values.
+TEST(CompareTest, EveryComparisonTensorAndNumberOverSeveralDTypes) {
+  struct Cmp {
+    const char* name;
+    bool (*ref)(double, double);
+  };
+  const Cmp cmps[] = {{"eq", [](double a, double b) { return a == b; }},
+                      {"ne", [](double a, double b) { return a != b; }},
+                      {"lt", [](double a, double b) { return a < b; }},
+                      {"le", [](double a, double b) { return a <= b; }},
+                      {"gt", [](double a, double b) { return a > b; }},
+                      {"ge", [](double a, double b) { return a >= b; }}};
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kInt8, DType::kFloat16}) {
+    TestTensor a = TestTensor::Filled(dtype, {2, 3}, 1);
+    TestTensor b = TestTensor::Filled(dtype, {3}, 2);
+    // A number equal to one of a's elements, so that eq and ne see both answers.
+    const double pick = Get(a.ref(), {1, 2});
+    const Scalar n =
+        IsFloatDType(dtype) ? Scalar::Double(pick) : Scalar::Int(static_cast<int64_t>(pick));
+    for (const Cmp& c : cmps) {
+      SCOPED_TRACE(absl::StrCat(c.name, " ", DTypeName(dtype)));
+      OpRun tensors = RunOp(Op(c.name), {T(a), T(b)});
+      ASSERT_OK(tensors.infer_status);
+      ASSERT_OK(tensors.kernel_status);
+      ASSERT_EQ(tensors.results[0].dtype, DType::kBool);
+      OpRun number = RunOp(Op(c.name), {T(a), S(n)});
+      ASSERT_OK(number.kernel_status);
+      ForEachIndex({2, 3}, [&](const Index& idx) {
+        EXPECT_EQ(Get(tensors.results[0], idx), c.ref(Get(a.ref(), idx), Get(b.ref(), {idx[1]})));
+        EXPECT_EQ(Get(number.results[0], idx), c.ref(Get(a.ref(), idx), pick));
+      });
+    }
+  }
+  // A fractional number against integers compares as a double: 2 < 2.5, 3 > 2.5.
+  TestTensor i = TestTensor::Int({2}, {2, 3});
+  OpRun lt = RunOp(Op("lt"), {T(i), S(Scalar::Double(2.5))});
+  ASSERT_OK(lt.kernel_status);
+  EXPECT_EQ(Get(lt.results[0], {0}), 1.0);
+  EXPECT_EQ(Get(lt.results[0], {1}), 0.0);
 }
 
 // ---- where ----------------------------------------------------------------------------------

@@ -81,9 +81,27 @@ absl::Status ImportDimOrderCopy(MethodImporter& m, absl::Span<const int32_t> arg
 }
 
 // eq.Scalar(self, other).
-absl::Status ImportEqScalar(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
-  return m.MapTensorNumber("eq", args[0], args[1], "other", out);
+// eq|ne|lt|le|gt|ge.Scalar(self, other) and .Tensor(self, other).
+template <const char* kOp>
+absl::Status ImportCompareScalar(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  return m.MapTensorNumber(kOp, args[0], args[1], "other", out);
 }
+
+template <const char* kOp>
+absl::Status ImportCompareTensor(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  FERRY_ASSIGN_OR_RETURN(ValueId b, m.ReadTensor(args[1]));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode(kOp, {a, b}, r);
+  return absl::OkStatus();
+}
+
+constexpr char kEq[] = "eq";
+constexpr char kNe[] = "ne";
+constexpr char kLt[] = "lt";
+constexpr char kLe[] = "le";
+constexpr char kGt[] = "gt";
+constexpr char kGe[] = "ge";
 
 // where.self(condition, self, other).
 absl::Status ImportWhere(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
@@ -148,7 +166,18 @@ absl::Span<const EtOpMapping> DTypeEtOps() {
   static constexpr EtOpMapping kOps[] = {
       {"dim_order_ops::_to_dim_order_copy.out", 3, &ImportDimOrderCopy},
       {"dim_order_ops::_clone_dim_order.out", 3, &ImportDimOrderCopy},
-      {"aten::eq.Scalar_out", 2, &ImportEqScalar},
+      {"aten::eq.Scalar_out", 2, &ImportCompareScalar<kEq>},
+      {"aten::ne.Scalar_out", 2, &ImportCompareScalar<kNe>},
+      {"aten::lt.Scalar_out", 2, &ImportCompareScalar<kLt>},
+      {"aten::le.Scalar_out", 2, &ImportCompareScalar<kLe>},
+      {"aten::gt.Scalar_out", 2, &ImportCompareScalar<kGt>},
+      {"aten::ge.Scalar_out", 2, &ImportCompareScalar<kGe>},
+      {"aten::eq.Tensor_out", 2, &ImportCompareTensor<kEq>},
+      {"aten::ne.Tensor_out", 2, &ImportCompareTensor<kNe>},
+      {"aten::lt.Tensor_out", 2, &ImportCompareTensor<kLt>},
+      {"aten::le.Tensor_out", 2, &ImportCompareTensor<kLe>},
+      {"aten::gt.Tensor_out", 2, &ImportCompareTensor<kGt>},
+      {"aten::ge.Tensor_out", 2, &ImportCompareTensor<kGe>},
       {"aten::where.self_out", 3, &ImportWhere},
       {"quantized_decomposed::quantize_per_tensor.out", 6, &ImportQuantizePerTensor<true>},
       {"quantized_decomposed::quantize_per_tensor.Tensor_out", 6, &ImportQuantizePerTensor<true>},

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "ferry/loader/program.h"
 #include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
@@ -64,6 +65,59 @@ TEST(EtDTypeOps, EqAndWhereRunAgainstANaiveReference) {
   for (int k = 0; k < 6; ++k) {
     EXPECT_EQ(hit[k], x[k] == 0.5f ? 1 : 0) << k;
     EXPECT_EQ(w[k], x[k] == 0.5f ? y[k] : x[k]) << k;
+  }
+}
+
+// x, y [2, 3]: each comparison of x with y (Tensor) and with 0.5 (Scalar), as bool outputs.
+TEST(EtDTypeOps, ComparisonsRunAgainstTheirDefinitions) {
+  const char* names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  std::vector<EtValue> values = {FloatTensor({2, 3}), FloatTensor({2, 3}), Double(0.5)};
+  std::vector<EtOperator> operators;
+  std::vector<EtInstruction> calls;
+  std::vector<int32_t> outputs;
+  for (const char* name : names) {
+    for (bool tensor : {true, false}) {
+      const int32_t op = static_cast<int32_t>(operators.size());
+      const int32_t out = static_cast<int32_t>(values.size());
+      values.push_back(BoolTensor({2, 3}));
+      operators.push_back({absl::StrCat("aten::", name), tensor ? "Tensor_out" : "Scalar_out"});
+      calls.push_back(KernelCall(op, {0, tensor ? 1 : 2, out, out}));
+      outputs.push_back(out);
+    }
+  }
+  EtProgram p = OneMethod(values, {0, 1}, outputs, operators, calls);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {0.5f, -1.0f, 2.0f, 3.0f, 0.5f, 0.25f};
+  std::vector<float> y = {0.5f, 1.0f, 2.0f, -3.0f, 0.75f, 0.25f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->SetInput(1, TensorView::Host(DType::kFloat32, {2, 3}, y.data())));
+  ASSERT_OK(method->Execute());
+  const auto ref = [](int c, double a, double b) {
+    switch (c) {
+      case 0:
+        return a == b;
+      case 1:
+        return a != b;
+      case 2:
+        return a < b;
+      case 3:
+        return a <= b;
+      case 4:
+        return a > b;
+      default:
+        return a >= b;
+    }
+  };
+  for (int c = 0; c < 6; ++c) {
+    for (int t = 0; t < 2; ++t) {
+      const uint8_t* got = method->Output(c * 2 + t).data_as<uint8_t>();
+      for (int k = 0; k < 6; ++k) {
+        EXPECT_EQ(got[k], ref(c, x[k], t == 0 ? y[k] : 0.5) ? 1 : 0)
+            << names[c] << (t == 0 ? ".Tensor" : ".Scalar") << " element " << k;
+      }
+    }
   }
 }
 

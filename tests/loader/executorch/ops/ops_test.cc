@@ -84,6 +84,17 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
                   Rows{{"dim_order_ops::_to_dim_order_copy.out", 3},
                        {"dim_order_ops::_clone_dim_order.out", 3},
                        {"aten::eq.Scalar_out", 2},
+                       {"aten::ne.Scalar_out", 2},
+                       {"aten::lt.Scalar_out", 2},
+                       {"aten::le.Scalar_out", 2},
+                       {"aten::gt.Scalar_out", 2},
+                       {"aten::ge.Scalar_out", 2},
+                       {"aten::eq.Tensor_out", 2},
+                       {"aten::ne.Tensor_out", 2},
+                       {"aten::lt.Tensor_out", 2},
+                       {"aten::le.Tensor_out", 2},
+                       {"aten::gt.Tensor_out", 2},
+                       {"aten::ge.Tensor_out", 2},
                        {"aten::where.self_out", 3},
                        // input, scale, zero_point, quant_min, quant_max,
                        // dtype (dequantize: and out_dtype)
@@ -145,7 +156,7 @@ TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
       EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
     }
   }
-  EXPECT_EQ(rows, 67u);
+  EXPECT_EQ(rows, 78u);
   EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
   EXPECT_EQ(FindEtOp("aten::convolution_backward.out"), nullptr);
   EXPECT_EQ(FindEtOp(""), nullptr);
