@@ -40,12 +40,13 @@ absl::Status ImportPowTensorScalar(MethodImporter& m, absl::Span<const int32_t> 
 }
 
 // full_like.out(self, fill_value, memory_format): a tensor of self's shape and out's dtype, every
-// element fill_value: a copy of self (cast to out's dtype when it differs) filled in place.
-absl::Status ImportFullLike(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
-  FERRY_ASSIGN_OR_RETURN(TensorMeta from, m.MetaOf(args[0]));
+// element fill_value: a copy of self (cast to out's dtype when it differs) filled in place. The
+// memory format is not read: results are row-major.
+absl::Status FullLike(MethodImporter& m, int32_t self, Scalar fill, absl::string_view fill_name,
+                      int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(TensorMeta from, m.MetaOf(self));
   FERRY_ASSIGN_OR_RETURN(TensorMeta to, m.MetaOf(out));
-  FERRY_ASSIGN_OR_RETURN(Scalar fill, m.NumberValue(args[1], "fill_value"));
-  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(self));
   to.dim_order.clear();
   const ValueId base = m.NewIntermediate(out, to, "full_like's tensor");
   if (from.dtype == to.dtype) {
@@ -55,10 +56,21 @@ absl::Status ImportFullLike(MethodImporter& m, absl::Span<const int32_t> args, i
                                       absl::StrCat("instruction ", m.instruction(), " dtype"));
     m.AddNode("to_dtype", {a, dtype}, base);
   }
-  const ValueId v = m.AddScalar(std::move(fill), absl::StrCat("value ", args[1]));
+  const ValueId v = m.AddScalar(std::move(fill), fill_name);
   FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
   m.AddNode("fill_", {base, v}, r);
   return absl::OkStatus();
+}
+
+absl::Status ImportFullLike(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(Scalar fill, m.NumberValue(args[1], "fill_value"));
+  return FullLike(m, args[0], std::move(fill), absl::StrCat("value ", args[1]), out);
+}
+
+// zeros_like.out(self, memory_format) and ones_like.out: full_like with 0 or 1.
+template <int kFill>
+absl::Status ImportFilledLike(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  return FullLike(m, args[0], Scalar::Int(kFill), kFill == 0 ? "zero" : "one", out);
 }
 
 // A unary op of one tensor (self): relu, neg, exp and the like.
@@ -175,6 +187,8 @@ absl::Span<const EtOpMapping> ElementwiseEtOps() {
       {"aten::div.Scalar_out", 2, &ImportBinaryScalar<kDiv, false>},
       {"aten::pow.Tensor_Scalar_out", 2, &ImportPowTensorScalar},
       {"aten::full_like.out", 3, &ImportFullLike},
+      {"aten::zeros_like.out", 2, &ImportFilledLike<0>},
+      {"aten::ones_like.out", 2, &ImportFilledLike<1>},
       {"aten::relu.out", 1, &ImportUnary<kRelu>},
       {"aten::neg.out", 1, &ImportUnary<kNeg>},
       {"aten::abs.out", 1, &ImportUnary<kAbs>},

@@ -274,6 +274,25 @@ TEST(EtElementwiseOps, ScalarOverloadsPowAndFullLikeRunAgainstANaiveReference) {
   EXPECT_EQ(method->Output(7).dtype(), DType::kInt64);
 }
 
+// x [2, 3]: zeros_like(x) and ones_like(x) as int64 (out's dtype), whatever x holds.
+TEST(EtElementwiseOps, ZerosLikeAndOnesLikeFillOutsShapeAndDType) {
+  EtProgram p =
+      OneMethod({FloatTensor({2, 3}), EtValue{}, FloatTensor({2, 3}), Int64Tensor({2, 3})}, {0},
+                {2, 3}, {{"aten::zeros_like", "out"}, {"aten::ones_like", "out"}},
+                {KernelCall(0, {0, 1, 2, 2}), KernelCall(1, {0, 1, 3, 3})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {1.5f, -2.0f, 0.0f, 3.25f, -0.5f, 4.0f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  ASSERT_EQ(method->Output(1).dtype(), DType::kInt64);
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_EQ(method->Output(0).data_as<float>()[k], 0.0f) << k;
+    EXPECT_EQ(method->Output(1).data_as<int64_t>()[k], 1) << k;
+  }
+}
+
 TEST(EtElementwiseOps, ClampWithoutBoundsIsRefused) {
   EtProgram p = OneMethod({FloatTensor({2}), EtValue{}, FloatTensor({2})}, {0}, {2},
                           {{"aten::clamp", "out"}}, {KernelCall(0, {0, 1, 1, 2, 2})});

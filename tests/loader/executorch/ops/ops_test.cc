@@ -38,6 +38,9 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
                                              {"aten::div.Scalar_out", 2},
                                              {"aten::pow.Tensor_Scalar_out", 2},
                                              {"aten::full_like.out", 3},
+                                             // zeros_like(self, *, memory_format)
+                                             {"aten::zeros_like.out", 2},
+                                             {"aten::ones_like.out", 2},
                                              {"aten::relu.out", 1},
                                              {"aten::neg.out", 1},
                                              {"aten::abs.out", 1},
@@ -156,7 +159,7 @@ TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
       EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
     }
   }
-  EXPECT_EQ(rows, 78u);
+  EXPECT_EQ(rows, 80u);
   EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
   EXPECT_EQ(FindEtOp("aten::convolution_backward.out"), nullptr);
   EXPECT_EQ(FindEtOp(""), nullptr);
