@@ -13,13 +13,13 @@ namespace ferry::internal {
 // add, sub, mul, div, maximum, minimum and their in-place forms; the unary activations and their
 // in-place forms; fill_, copy_.
 absl::Status RegisterElementwiseOps(OpRegistry& registry);
-// matmul, linear, softmax, rms_norm.
+// matmul, linear, softmax, log_softmax, rms_norm.
 absl::Status RegisterLinalgOps(OpRegistry& registry);
 // view, transpose, permute, slice, unsqueeze, squeeze, expand, reshape, clone, cat, sym_size.
 absl::Status RegisterShapeOps(OpRegistry& registry);
 // index_put_.
 absl::Status RegisterIndexOps(OpRegistry& registry);
-// eq, where, to_dtype.
+// eq, ne, lt, le, gt, ge, where, to_dtype, quantize, dequantize.
 absl::Status RegisterDTypeOps(OpRegistry& registry);
 // mean.
 absl::Status RegisterReduceOps(OpRegistry& registry);
