@@ -331,46 +331,55 @@ void DropDim(const TensorRef& shape, int dim, const TensorRef& t1, const TensorR
   }
 }
 
-absl::Status SoftmaxKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
-  const TensorRef& x = *args[0].tensor;
-  const TensorRef& out = *results[0];
-  const int64_t raw_dim = args[1].scalar->kind == Scalar::Kind::kInt
-                              ? args[1].scalar->i
-                              : static_cast<int64_t>(args[1].scalar->b);
+// A softmax row: `x` and `out` with element steps `xs` and `os` along the reduced dim.
+struct Row {
+  const float* x;
+  int64_t xs;
+  float* out;
+  int64_t os;
+  int64_t len;
+  bool dense() const { return xs == 1 && os == 1; }
+};
+
+// Calls f(row) for each row of `x` along the dim of argument 1 (an int, negative from the end),
+// with the matching row of `out`; nothing for rows of no elements.
+template <typename F>
+void ForEachRowAlong(const TensorRef& x, const TensorRef& out, const Scalar& dim_arg, F&& f) {
+  const int64_t raw_dim =
+      dim_arg.kind == Scalar::Kind::kInt ? dim_arg.i : static_cast<int64_t>(dim_arg.b);
   const int dim = static_cast<int>(raw_dim < 0 ? raw_dim + x.rank : raw_dim);
   int64_t sizes[kMaxRank];
   int64_t os[kMaxRank];
   int64_t xs[kMaxRank];
   DropDim(x, dim, out, x, sizes, os, xs);
   const int64_t len = x.sizes[dim];
-  const int64_t xstep = x.strides[dim];
-  const int64_t ostep = out.strides[dim];
+  if (len == 0) return;
   float* o = out.data_as<float>();
   const float* xd = x.data_as<const float>();
-  if (len == 0) return absl::OkStatus();
-  if (xstep == 1 && ostep == 1) {
-    const FloatLoops& loops = Loops();
-    ForEachOffset<2>(x.rank - 1, sizes, {os, xs}, [&](const std::array<int64_t, 2>& off) {
-      float* orow = o + off[0];
-      const float max = loops.max(xd + off[1], len);
-      const float sum = loops.exp_sum(orow, xd + off[1], max, len);
-      loops.mul_scalar(orow, orow, 1.0f / sum, len);
-    });
-    return absl::OkStatus();
-  }
   ForEachOffset<2>(x.rank - 1, sizes, {os, xs}, [&](const std::array<int64_t, 2>& off) {
-    const float* xr = xd + off[1];
-    float* orow = o + off[0];
+    f(Row{xd + off[1], x.strides[dim], o + off[0], out.strides[dim], len});
+  });
+}
+
+absl::Status SoftmaxKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const FloatLoops& loops = Loops();
+  ForEachRowAlong(*args[0].tensor, *results[0], *args[1].scalar, [&](const Row& r) {
+    if (r.dense()) {
+      const float max = loops.max(r.x, r.len);
+      const float sum = loops.exp_sum(r.out, r.x, max, r.len);
+      loops.mul_scalar(r.out, r.out, 1.0f / sum, r.len);
+      return;
+    }
     float max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < len; ++j) max = std::fmax(max, xr[j * xstep]);
+    for (int64_t j = 0; j < r.len; ++j) max = std::fmax(max, r.x[j * r.xs]);
     float sum = 0.0f;
-    for (int64_t j = 0; j < len; ++j) {
-      const float e = std::exp(xr[j * xstep] - max);
-      orow[j * ostep] = e;
+    for (int64_t j = 0; j < r.len; ++j) {
+      const float e = std::exp(r.x[j * r.xs] - max);
+      r.out[j * r.os] = e;
       sum += e;
     }
     const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < len; ++j) orow[j * ostep] *= inv;
+    for (int64_t j = 0; j < r.len; ++j) r.out[j * r.os] *= inv;
   });
   return absl::OkStatus();
 }
@@ -390,39 +399,20 @@ absl::Status LogSoftmaxInfer(absl::Span<const OpArg> args, absl::Span<InferredRe
 }
 
 absl::Status LogSoftmaxKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
-  const TensorRef& x = *args[0].tensor;
-  const TensorRef& out = *results[0];
-  const int64_t raw_dim = args[1].scalar->kind == Scalar::Kind::kInt
-                              ? args[1].scalar->i
-                              : static_cast<int64_t>(args[1].scalar->b);
-  const int dim = static_cast<int>(raw_dim < 0 ? raw_dim + x.rank : raw_dim);
-  int64_t sizes[kMaxRank];
-  int64_t os[kMaxRank];
-  int64_t xs[kMaxRank];
-  DropDim(x, dim, out, x, sizes, os, xs);
-  const int64_t len = x.sizes[dim];
-  const int64_t xstep = x.strides[dim];
-  const int64_t ostep = out.strides[dim];
-  float* o = out.data_as<float>();
-  const float* xd = x.data_as<const float>();
-  if (len == 0) return absl::OkStatus();
   const FloatLoops& loops = Loops();
-  const bool dense = xstep == 1 && ostep == 1;
-  ForEachOffset<2>(x.rank - 1, sizes, {os, xs}, [&](const std::array<int64_t, 2>& off) {
-    const float* xr = xd + off[1];
-    float* orow = o + off[0];
+  ForEachRowAlong(*args[0].tensor, *results[0], *args[1].scalar, [&](const Row& r) {
     float max = -std::numeric_limits<float>::infinity();
     float sum = 0.0f;
-    if (dense) {
-      max = loops.max(xr, len);
+    if (r.dense()) {
+      max = loops.max(r.x, r.len);
       // exp_sum writes the exponentials into the row, which the last loop overwrites.
-      sum = loops.exp_sum(orow, xr, max, len);
+      sum = loops.exp_sum(r.out, r.x, max, r.len);
     } else {
-      for (int64_t j = 0; j < len; ++j) max = std::fmax(max, xr[j * xstep]);
-      for (int64_t j = 0; j < len; ++j) sum += std::exp(xr[j * xstep] - max);
+      for (int64_t j = 0; j < r.len; ++j) max = std::fmax(max, r.x[j * r.xs]);
+      for (int64_t j = 0; j < r.len; ++j) sum += std::exp(r.x[j * r.xs] - max);
     }
     const float shift = max + std::log(sum);
-    for (int64_t j = 0; j < len; ++j) orow[j * ostep] = xr[j * xstep] - shift;
+    for (int64_t j = 0; j < r.len; ++j) r.out[j * r.os] = r.x[j * r.xs] - shift;
   });
   return absl::OkStatus();
 }
