@@ -25,6 +25,7 @@
 //   view(t, intlist)                     view; one -1; load error when the strides do not allow it
 //   transpose(t, int, int), permute(t, intlist), unsqueeze(t, int), squeeze(t, int)     views
 //   slice(t, int dim, int start, int end, int step)  view; PyTorch clamping, step >= 1
+//   select(t, int dim, int index)        view without dim; index from the end when negative
 //   expand(t, intlist)                   view with 0 strides; -1 keeps a size
 //   reshape(t, intlist), clone(t)        copies (reshape always copies)
 //   cat(int dim, t, t, ...)              same dtype, sizes equal except on dim

@@ -190,6 +190,30 @@ absl::Status SliceInfer(absl::Span<const OpArg> args, absl::Span<InferredResult>
   return absl::OkStatus();
 }
 
+// select(t, int dim, int index): the view of t at `index` along `dim`, which it drops; a
+// negative index counts from the end, and one outside the dim is refused.
+absl::Status SelectInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "select";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 3, 3, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* t, AnyTensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(int64_t dim_raw, IntArg(op, args, 1));
+  FERRY_ASSIGN_OR_RETURN(int64_t index, IntArg(op, args, 2));
+  if (t->rank < 1) return OpError(op, "argument 0 has no dimension to select from");
+  FERRY_ASSIGN_OR_RETURN(int dim, NormalizeDim(op, 1, dim_raw, t->rank));
+  const int64_t size = t->sizes[dim];
+  if (index < -size || index >= size) {
+    return OpError(op, "argument 2 (index ", index, ") is out of range for dim ", dim, " of size ",
+                   size);
+  }
+  if (index < 0) index += size;
+  std::vector<int64_t> sizes(Sizes(*t).begin(), Sizes(*t).end());
+  std::vector<int64_t> strides(Strides(*t).begin(), Strides(*t).end());
+  sizes.erase(sizes.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  results[0] = MakeView(*t, sizes, strides, index * t->strides[dim]);
+  return absl::OkStatus();
+}
+
 absl::Status UnsqueezeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
   constexpr absl::string_view op = "unsqueeze";
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
@@ -439,6 +463,8 @@ absl::Status RegisterShapeOps(OpRegistry& registry) {
       registry.Register(MakeSchema("permute", 2, 2, 1, &PermuteInfer, nullptr, {}, view0)));
   FERRY_RETURN_IF_ERROR(
       registry.Register(MakeSchema("slice", 5, 5, 1, &SliceInfer, nullptr, {}, view0)));
+  FERRY_RETURN_IF_ERROR(
+      registry.Register(MakeSchema("select", 3, 3, 1, &SelectInfer, nullptr, {}, view0)));
   FERRY_RETURN_IF_ERROR(
       registry.Register(MakeSchema("unsqueeze", 2, 2, 1, &UnsqueezeInfer, nullptr, {}, view0)));
   FERRY_RETURN_IF_ERROR(

@@ -144,6 +144,29 @@ TEST(PermuteTest, ReordersDimensions) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("permute: argument 1")));
 }
 
+TEST(SelectTest, DropsTheDimAtTheIndexNegativeFromTheEnd) {
+  TestTensor x = TestTensor::Filled(DType::kFloat32, {3, 4, 5});
+  const Scalar dim = Scalar::Int(1), two = Scalar::Int(2), last = Scalar::Int(-1);
+  OpRun run = ExpectView("select", x.ref(), {S(dim), S(two)}, {3, 5}, [](const Index& i) {
+    return Index{i[0], 2, i[1]};
+  });
+  EXPECT_EQ(run.inferred[0].view_offset, 10);
+  EXPECT_THAT(StridesOf(run.results[0]), ElementsAre(20, 1));
+  const Scalar first_dim = Scalar::Int(-3);
+  ExpectView("select", x.ref(), {S(first_dim), S(last)}, {4, 5}, [](const Index& i) {
+    return Index{2, i[0], i[1]};
+  });
+  const Scalar four = Scalar::Int(4), minus_four = Scalar::Int(-4);
+  EXPECT_THAT(
+      InferOnly(Op("select"), {T(x), S(dim), S(four)}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("select: argument 2 (index 4) is out of range for dim 1 of size 4")));
+  EXPECT_OK(InferOnly(Op("select"), {T(x), S(dim), S(minus_four)}));
+  const Scalar minus_five = Scalar::Int(-5);
+  EXPECT_THAT(InferOnly(Op("select"), {T(x), S(dim), S(minus_five)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("index -5")));
+}
+
 TEST(SliceTest, StartEndStepAndOffset) {
   TestTensor x = TestTensor::Filled(DType::kFloat32, {3, 10});
   const Scalar dim = Scalar::Int(1);

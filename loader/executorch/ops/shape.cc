@@ -65,6 +65,13 @@ absl::Status ImportSliceCopy(MethodImporter& m, absl::Span<const int32_t> args, 
       {Scalar::Int(dim), Scalar::Int(start), Scalar::Int(end), Scalar::Int(step)}, out);
 }
 
+// select_copy.int(self, dim, index).
+absl::Status ImportSelectCopy(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(int64_t dim, m.IntValue(args[1], "dim"));
+  FERRY_ASSIGN_OR_RETURN(int64_t index, m.IntValue(args[2], "index"));
+  return m.ViewThenClone("select", args[0], {Scalar::Int(dim), Scalar::Int(index)}, out);
+}
+
 // unsqueeze_copy(self, dim).
 absl::Status ImportUnsqueezeCopy(MethodImporter& m, absl::Span<const int32_t> args,
                                  int32_t out) {
@@ -140,6 +147,7 @@ absl::Span<const EtOpMapping> ShapeEtOps() {
       {"aten::squeeze_copy.dim_out", 2, &ImportSqueezeCopy},
       {"aten::squeeze_copy.dims_out", 2, &ImportSqueezeCopy},
       {"aten::unsqueeze_copy.out", 2, &ImportUnsqueezeCopy},
+      {"aten::select_copy.int_out", 3, &ImportSelectCopy},
       {"aten::cat.out", 2, &ImportCat},
   };
   return kOps;

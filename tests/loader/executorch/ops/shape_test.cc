@@ -24,9 +24,12 @@ using ::ferry::testing::IntList;
 using ::ferry::testing::KernelCall;
 using ::ferry::testing::OneMethod;
 using ::ferry::testing::ProducerOp;
+using ::ferry::testing::StatusIs;
 using ::ferry::testing::TensorList;
 using ::ferry::testing::ThroughFile;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 // x [2, 1, 3]:
 //   e = expand_copy(x, [2, 4, 3]);  s = slice_copy(e, 1, 1, None, 2)       -> [2, 2, 3]
@@ -99,6 +102,37 @@ TEST(EtShapeOps, CopiedViewsAndCatRunAgainstANaiveReference) {
       EXPECT_EQ(c.data_as<float>()[(2 + i) * 3 + k], want);
     }
   }
+}
+
+// x [2, 3, 4]: a = select_copy(x, 1, -1) [2, 4]; b = select_copy(x, 0, 1) [3, 4].
+TEST(EtShapeOps, SelectCopyRunsAgainstTheIndexedElements) {
+  EtProgram p = OneMethod(
+      {FloatTensor({2, 3, 4}), Int(1), Int(-1), FloatTensor({2, 4}), Int(0), FloatTensor({3, 4})},
+      {0}, {3, 5}, {{"aten::select_copy", "int_out"}},
+      {KernelCall(0, {0, 1, 2, 3, 3}), KernelCall(0, {0, 4, 1, 5, 5})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x(24);
+  for (int i = 0; i < 24; ++i) x[i] = static_cast<float>(i) * 0.5f - 3.0f;
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3, 4}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* a = method->Output(0).data_as<float>();
+  const float* b = method->Output(1).data_as<float>();
+  for (int i = 0; i < 2; ++i) {
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(a[i * 4 + k], x[(i * 3 + 2) * 4 + k]) << i << k;
+  }
+  for (int j = 0; j < 3; ++j) {
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(b[j * 4 + k], x[(3 + j) * 4 + k]) << j << k;
+  }
+  // An index past the dim is refused when the method loads, naming the node.
+  EtProgram out_of_range = p;
+  out_of_range.methods[0].values[2] = Int(3);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> bad, ThroughFile(out_of_range));
+  EXPECT_THAT(rt.LoadMethod(*bad, "forward").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("aten::select_copy.int_out (instruction 0)"),
+                             HasSubstr("index 3) is out of range for dim 1 of size 3"))));
 }
 
 }  // namespace
