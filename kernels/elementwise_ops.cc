@@ -242,11 +242,25 @@ FERRY_FLOAT_UNARY(Tanh, "tanh", std::tanh(x));
 FERRY_FLOAT_UNARY(Sigmoid, "sigmoid", 1.0f / (1.0f + std::exp(-x)));
 FERRY_FLOAT_UNARY(Silu, "silu", x / (1.0f + std::exp(-x)));
 // The exact (erf) form, PyTorch's default.
-FERRY_FLOAT_UNARY(Gelu, "gelu", 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)));
+struct Gelu {
+  static constexpr const char* kName = "gelu";
+  static constexpr bool kIntOk = false;
+  static float Apply(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+  static int64_t Apply(int64_t) { return 0; }
+  // Dense tensors: through the level's exp and a fit of erfc (kernels/internal/simd_loops.h).
+  static constexpr auto kLoop = &FloatLoops::gelu;
+};
 // approximate="tanh": 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
-FERRY_FLOAT_UNARY(GeluTanh, "gelu_tanh",
-                  0.5f * x *
-                      (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x))));
+struct GeluTanh {
+  static constexpr const char* kName = "gelu_tanh";
+  static constexpr bool kIntOk = false;
+  static float Apply(float x) {
+    return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+  }
+  static int64_t Apply(int64_t) { return 0; }
+  // Dense tensors: through the level's exp (kernels/internal/simd_loops.h).
+  static constexpr auto kLoop = &FloatLoops::gelu_tanh;
+};
 // ATen's: x * relu6(x + 3) / 6 and relu6(x + 3) / 6; NaN stays NaN.
 FERRY_FLOAT_UNARY(Hardswish, "hardswish",
                   x != x ? x : x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f);

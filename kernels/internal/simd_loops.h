@@ -45,6 +45,12 @@ struct FloatLoops {
   // out[i] = exp(x[i]), within 2 ulp of the correctly rounded value; exp(-inf) = 0,
   // exp(inf) = inf, NaN stays NaN; underflows to 0 below about -103.97, overflows above 88.72.
   Unary exp;
+  // out[i] = gelu's tanh approximation of x[i], through `exp` (within 1e-6 of it, relative to
+  // max(1, |result|)); out may be x.
+  Unary gelu_tanh;
+  // out[i] = gelu(x[i]) = 0.5 x (1 + erf(x / sqrt(2))), through `exp` and a fit of erfc: within
+  // 1e-6 + 2e-7 x^2 of it, relative (exp's argument -x^2 / 2 rounds); out may be x.
+  Unary gelu;
   // The largest element, skipping NaN as std::fmax does; -inf for n = 0 or all NaN.
   float (*max)(const float* x, int64_t n);
   // out[i] = exp(x[i] - shift) (as `exp`), returning the float sum of the out[i].

@@ -4,7 +4,10 @@
 // loops (exp, max, sums) stay within stated bounds of references computed here in double, max with
 // the same bits at every level and exp with the same bits at the levels with fused multiply-add
 // (AVX2, AVX-512); softmax, rms_norm and mean on [rows, n] tensors stay within them too.
+#include "ferry/kernels/internal/simd_loops.h"
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,7 +18,6 @@
 #include <vector>
 
 #include "ferry/base/tensor.h"
-#include "ferry/kernels/internal/simd_loops.h"
 #include "ferry/kernels/op_registry.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -202,6 +204,80 @@ TEST_P(SimdLoopsTest, ExpIsWithinTwoUlpOfStdExpOverTheWholeFloatRange) {
     }
   }
   EXPECT_LE(worst, kExpMaxUlp) << "at x = " << worst_x;
+}
+
+// gelu's tanh form against its definition in double, over -20..20 in small steps and the edges
+// (infinities, NaN, the largest floats), in place and out of place, with a ragged tail.
+TEST_P(SimdLoopsTest, GeluTanhMatchesItsDefinitionInDouble) {
+  const internal::FloatLoops& loops = internal::Loops();
+  std::vector<float> x;
+  for (int i = -4000; i <= 4000; ++i) x.push_back(static_cast<float>(i) * 0.005f);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {inf, -inf, std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                  1e-30f, -1e-30f, 0.0f}) {
+    x.push_back(v);
+  }
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> got(x.size());
+  loops.gelu_tanh(got.data(), x.data(), static_cast<int64_t>(x.size()));
+  std::vector<float> in_place = x;
+  loops.gelu_tanh(in_place.data(), in_place.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    SCOPED_TRACE(absl::StrCat("x = ", v));
+    EXPECT_EQ(std::bit_cast<uint32_t>(in_place[i]), std::bit_cast<uint32_t>(got[i]));
+    if (std::isnan(v)) {
+      EXPECT_TRUE(std::isnan(got[i]));
+      continue;
+    }
+    if (std::isinf(v)) {
+      // The definition gives inf * 1 at +inf and -inf * 0, NaN, at -inf (as ATen's does).
+      if (v > 0) {
+        EXPECT_EQ(got[i], inf);
+      } else {
+        EXPECT_TRUE(std::isnan(got[i]));
+      }
+      continue;
+    }
+    const double want = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(got[i], want, 1e-6 * std::max(1.0, std::fabs(want)));
+  }
+}
+
+// gelu's exact form against std::erf in double, over -12..12 in small steps (relative accuracy
+// where 1 + erf cancels, for negative inputs) and the edges.
+TEST_P(SimdLoopsTest, GeluMatchesTheErfFormInDouble) {
+  const internal::FloatLoops& loops = internal::Loops();
+  std::vector<float> x;
+  for (int i = -2400; i <= 2400; ++i) x.push_back(static_cast<float>(i) * 0.005f);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {inf, -inf, std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                  1e-30f, -1e-30f, 0.0f, -30.0f}) {
+    x.push_back(v);
+  }
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> got(x.size());
+  loops.gelu(got.data(), x.data(), static_cast<int64_t>(x.size()));
+  std::vector<float> in_place = x;
+  loops.gelu(in_place.data(), in_place.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    SCOPED_TRACE(absl::StrCat("x = ", v));
+    EXPECT_EQ(std::bit_cast<uint32_t>(in_place[i]), std::bit_cast<uint32_t>(got[i]));
+    if (std::isnan(v) || v == -inf) {  // -inf: -inf * 0 in the definition
+      EXPECT_TRUE(std::isnan(got[i]));
+      continue;
+    }
+    if (v == inf) {
+      EXPECT_EQ(got[i], inf);
+      continue;
+    }
+    const double want = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    // Relative accuracy while the result is a normal float (below it, absolute): 1e-6, plus the
+    // float rounding of exp's argument -x^2 / 2, which grows with x^2.
+    const double rel = 1e-6 + 2e-7 * v * v;
+    EXPECT_NEAR(got[i], want, std::max(rel * std::fabs(want), 1e-37));
+  }
 }
 
 // AVX2 scales by 2^n in two exact steps, AVX-512 with one instruction; both fuse the same
