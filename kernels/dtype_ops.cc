@@ -437,8 +437,7 @@ absl::Status QuantParams(absl::string_view op, absl::Span<const OpArg> args, dou
     }
   }
   if (args[2].scalar != nullptr) {
-    const Scalar& s = *args[2].scalar;
-    *zero_point = s.kind == Scalar::Kind::kBool ? s.b : s.i;
+    *zero_point = ScalarAs<int64_t>(*args[2].scalar);
   } else {
     const TensorRef& t = *args[2].tensor;
     *zero_point =
@@ -453,10 +452,8 @@ absl::Status QuantizeKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* 
   FERRY_RETURN_IF_ERROR(QuantParams("quantize", args, &scale, &zero_point));
   const TensorRef& x = *args[0].tensor;
   const TensorRef& out = *results[0];
-  const int64_t qmin =
-      args[3].scalar->kind == Scalar::Kind::kBool ? args[3].scalar->b : args[3].scalar->i;
-  const int64_t qmax =
-      args[4].scalar->kind == Scalar::Kind::kBool ? args[4].scalar->b : args[4].scalar->i;
+  const int64_t qmin = ScalarAs<int64_t>(*args[3].scalar);
+  const int64_t qmax = ScalarAs<int64_t>(*args[4].scalar);
   const float inv_scale = 1.0f / static_cast<float>(scale);
   const int32_t zp = static_cast<int32_t>(zero_point);
   const double lo = static_cast<double>(qmin), hi = static_cast<double>(qmax);

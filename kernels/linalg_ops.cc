@@ -305,8 +305,10 @@ absl::Status LinearKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* co
 
 // ---- softmax, rms_norm ----------------------------------------------------------------------
 
-absl::Status SoftmaxInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
-  constexpr absl::string_view op = "softmax";
+// softmax and log_softmax (t x, int dim): a float32 result of x's shape; dim in range.
+template <const char* kOp>
+absl::Status RowwiseInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = kOp;
   FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
   FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
   FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
@@ -316,6 +318,8 @@ absl::Status SoftmaxInfer(absl::Span<const OpArg> args, absl::Span<InferredResul
   results[0].view_offset = 0;
   return absl::OkStatus();
 }
+constexpr char kSoftmax[] = "softmax";
+constexpr char kLogSoftmax[] = "log_softmax";
 
 // Removes dimension `dim` from sizes and from each stride array, for iterating over the rows that
 // a reduction along `dim` produces.
@@ -386,18 +390,6 @@ absl::Status SoftmaxKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* c
 
 // log_softmax(t x, int dim): x - max - log(sum(exp(x - max))) along dim, in float (the row's
 // sum of exponentials as the SIMD loops compute it for dense rows).
-absl::Status LogSoftmaxInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
-  constexpr absl::string_view op = "log_softmax";
-  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 2, 2, results, 1));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
-  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
-  FERRY_ASSIGN_OR_RETURN(int64_t dim, IntArg(op, args, 1));
-  FERRY_RETURN_IF_ERROR(NormalizeDim(op, 1, dim, x->rank).status());
-  results[0].layout = ContiguousLayout(DType::kFloat32, Sizes(*x));
-  results[0].view_offset = 0;
-  return absl::OkStatus();
-}
-
 absl::Status LogSoftmaxKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
   const FloatLoops& loops = Loops();
   ForEachRowAlong(*args[0].tensor, *results[0], *args[1].scalar, [&](const Row& r) {
@@ -489,9 +481,9 @@ absl::Status RegisterLinalgOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(
       registry.Register(MakeSchema("linear", 2, 3, 1, &LinearInfer, &LinearKernel)));
   FERRY_RETURN_IF_ERROR(
-      registry.Register(MakeSchema("softmax", 2, 2, 1, &SoftmaxInfer, &SoftmaxKernel)));
-  FERRY_RETURN_IF_ERROR(
-      registry.Register(MakeSchema("log_softmax", 2, 2, 1, &LogSoftmaxInfer, &LogSoftmaxKernel)));
+      registry.Register(MakeSchema("softmax", 2, 2, 1, &RowwiseInfer<kSoftmax>, &SoftmaxKernel)));
+  FERRY_RETURN_IF_ERROR(registry.Register(
+      MakeSchema("log_softmax", 2, 2, 1, &RowwiseInfer<kLogSoftmax>, &LogSoftmaxKernel)));
   return registry.Register(MakeSchema("rms_norm", 3, 3, 1, &RmsNormInfer, &RmsNormKernel));
 }
 

@@ -667,7 +667,7 @@ void ForEachPlane(const TensorRef& x, const TensorRef& out, const Window& g, F&&
 
 absl::Status MaxPoolKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
   absl::StatusOr<Window> read =
-      ReadPool("max_pool2d", args, true, args[5].scalar->i != 0 || args[5].scalar->b);
+      ReadPool("max_pool2d", args, true, ScalarAs<int64_t>(*args[5].scalar) != 0);
   if (!read.ok()) return read.status();
   const Window& g = *read;
   const TensorRef& out = *results[0];
