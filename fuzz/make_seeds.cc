@@ -3,16 +3,22 @@
 //   DIR/json/NAME.json       the same programs in JSON form, for ferry_fuzz_json
 //   DIR/program.dict         libFuzzer dictionaries: the op names of the built-in registry and
 //   DIR/json.dict            the strings the loader looks for, plus the JSON form's keys
+//   DIR/bpte/NAME.bpte       with PTE_DIR: each PTE_DIR/NAME.pte bundled with one test case
+//                            (a float tensor, an int, a bool and a double), for ferry_fuzz_bpte
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "ferry/fuzz/seed_programs.h"
 #include "ferry/kernels/op_registry.h"
 #include "ferry/loader/program.h"
+#include "flatbuffers/flatbuffers.h"
+#include "loader/executorch/schema/bundled_program_generated.h"
 
 namespace {
 
@@ -66,11 +72,53 @@ std::string JsonDictionary() {
   return dict;
 }
 
+// `pte` bundled with one test case for "forward": its values of every kind, not its real
+// inputs (the fuzzer explores from there).
+std::vector<uint8_t> Bundle(const std::vector<uint8_t>& pte) {
+  namespace fb = ::ferry::et::bundled::fbs;
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::vector<int32_t> sizes = {2};
+  const std::vector<uint8_t> data(8, 0);
+  const std::vector<uint8_t> order = {0};
+  std::vector<flatbuffers::Offset<fb::Value>> inputs = {
+      fb::CreateValue(fbb, fb::ValueUnion::Tensor,
+                      fb::CreateTensorDirect(fbb, 6, &sizes, &data, &order).Union()),
+      fb::CreateValue(fbb, fb::ValueUnion::Int, fb::CreateInt(fbb, 1).Union()),
+      fb::CreateValue(fbb, fb::ValueUnion::Bool, fb::CreateBool(fbb, true).Union()),
+      fb::CreateValue(fbb, fb::ValueUnion::Double, fb::CreateDouble(fbb, 0.5).Union())};
+  std::vector<flatbuffers::Offset<fb::Value>> expected = {fb::CreateValue(
+      fbb, fb::ValueUnion::Tensor, fb::CreateTensorDirect(fbb, 6, &sizes, &data, &order).Union())};
+  std::vector<flatbuffers::Offset<fb::BundledMethodTestCase>> cases = {
+      fb::CreateBundledMethodTestCaseDirect(fbb, &inputs, &expected)};
+  std::vector<flatbuffers::Offset<fb::BundledMethodTestSuite>> suites = {
+      fb::CreateBundledMethodTestSuiteDirect(fbb, "forward", &cases)};
+  fb::FinishBundledProgramBuffer(fbb, fb::CreateBundledProgramDirect(fbb, 0, &suites, &pte));
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+// Writes DIR/bpte/NAME.bpte for every PTE_DIR/NAME.pte; none when PTE_DIR is absent.
+bool WriteBundleSeeds(const std::filesystem::path& dir, const std::filesystem::path& pte_dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir / "bpte", error);
+  if (error) return false;
+  if (!std::filesystem::is_directory(pte_dir)) return true;
+  for (const auto& entry : std::filesystem::directory_iterator(pte_dir)) {
+    if (entry.path().extension() != ".pte") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<uint8_t> pte((std::istreambuf_iterator<char>(in)), {});
+    if (pte.empty() || pte.size() > (size_t{64} << 20)) continue;
+    const std::vector<uint8_t> bpte = Bundle(pte);
+    const std::string name = entry.path().stem().string() + ".bpte";
+    if (!WriteFile(dir / "bpte" / name, bpte.data(), bpte.size())) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: ferry_fuzz_make_seeds DIR\n");
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: ferry_fuzz_make_seeds DIR [PTE_DIR]\n");
     return 2;
   }
   const std::filesystem::path dir(argv[1]);
@@ -107,5 +155,6 @@ int main(int argc, char** argv) {
       !WriteFile(dir / "json.dict", json_dict.data(), json_dict.size())) {
     return 1;
   }
+  if (argc == 3 && !WriteBundleSeeds(dir, argv[2])) return 1;
   return 0;
 }

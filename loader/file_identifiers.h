@@ -12,6 +12,8 @@ inline constexpr char kProgramFileIdentifier[] = "FRRY";
 inline constexpr char kExecuTorchFileIdentifier[] = "ET12";
 // ExecuTorch's data files (.ptd, loader/executorch/ptd_reader.h).
 inline constexpr char kExecuTorchDataFileIdentifier[] = "FT01";
+// ExecuTorch's bundled programs (.bpte: a .pte with test cases, loader/executorch/bpte_reader.h).
+inline constexpr char kExecuTorchBundleFileIdentifier[] = "BP08";
 
 }  // namespace ferry
 

@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "ferry/base/huge_pages.h"
 #include "ferry/base/status_macros.h"
+#include "ferry/loader/executorch/bpte_reader.h"
 #include "ferry/loader/executorch/importer.h"
 #include "ferry/loader/executorch/ptd_reader.h"
 #include "ferry/loader/executorch/pte_reader.h"
@@ -213,6 +214,10 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage
   if (storage->size >= 8 && std::memcmp(storage->data + 4, kExecuTorchFileIdentifier, 4) == 0) {
     return CreateFromExecuTorch(std::move(storage), data, memory_limit, verify);
   }
+  if (storage->size >= 8 &&
+      std::memcmp(storage->data + 4, kExecuTorchBundleFileIdentifier, 4) == 0) {
+    return CreateFromBundle(std::move(storage), data, memory_limit, verify);
+  }
   if (data != nullptr) {
     return absl::InvalidArgumentError(
         "a data file (.ptd) was given, but only ExecuTorch programs (.pte) use one");
@@ -228,8 +233,9 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Create(std::unique_ptr<Storage
     }
     return absl::InvalidArgumentError(absl::StrCat(
         "not a program Ferry reads: the file identifier (bytes 4..7) is \"", absl::CHexEscape(id),
-        "\", expected \"", kProgramFileIdentifier, "\" (a Ferry program) or \"",
-        kExecuTorchFileIdentifier, "\" (an ExecuTorch program, .pte)"));
+        "\", expected \"", kProgramFileIdentifier, "\" (a Ferry program), \"",
+        kExecuTorchFileIdentifier, "\" (an ExecuTorch program, .pte) or \"",
+        kExecuTorchBundleFileIdentifier, "\" (an ExecuTorch bundled program, .bpte)"));
   }
   FERRY_ASSIGN_OR_RETURN(
       std::vector<MethodDef> methods,
@@ -267,6 +273,34 @@ absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
   return std::unique_ptr<Program>(new Program(std::move(storage), std::move(imported.methods),
                                               std::move(refused),
                                               std::move(imported.method_order)));
+}
+
+absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromBundle(
+    std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data, size_t memory_limit,
+    bool verify) {
+  FERRY_ASSIGN_OR_RETURN(EtBundle bundle,
+                         ReadExecuTorchBundle(absl::MakeConstSpan(storage->data, storage->size)));
+  const absl::Span<const uint8_t> inner = bundle.program;
+  if (inner.size() < 8 || std::memcmp(inner.data() + 4, kExecuTorchFileIdentifier, 4) != 0) {
+    const absl::string_view id(reinterpret_cast<const char*>(inner.data()) + 4,
+                               inner.size() < 8 ? 0 : 4);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bundled program: the program inside (", inner.size(), " bytes at byte ",
+        bundle.program_offset, ") is not an ExecuTorch program: its file identifier is \"",
+        absl::CHexEscape(id), "\", expected \"", kExecuTorchFileIdentifier, "\""));
+  }
+  // The program is read where it lies in the bundle; the storage keeps the whole bundle, which
+  // the test cases' tensors point into.
+  storage->data = inner.data();
+  storage->size = inner.size();
+  absl::StatusOr<std::unique_ptr<Program>> program =
+      CreateFromExecuTorch(std::move(storage), data, memory_limit, verify);
+  if (!program.ok()) {
+    return absl::Status(program.status().code(), absl::StrCat("the program inside the bundle: ",
+                                                              program.status().message()));
+  }
+  (*program)->test_suites_ = std::move(bundle.suites);
+  return program;
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Load(const std::string& path) {
@@ -418,6 +452,8 @@ absl::StatusOr<const MethodDef*> Program::method(absl::string_view name) const {
                                           "\"; its methods are: \"",
                                           absl::StrJoin(method_names(), "\", \""), "\""));
 }
+
+absl::Span<const TestSuite> Program::test_suites() const { return test_suites_; }
 
 absl::Span<const uint8_t> Program::bytes() const {
   return absl::MakeConstSpan(storage_->data, storage_->size);

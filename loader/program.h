@@ -32,6 +32,11 @@
 //   options.data_path = "linear.ptd";
 //   FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Program::Load("linear.pte", options));
 //
+// A bundled program (.bpte, file identifier "BP08", loader/executorch/bpte_reader.h) is an
+// ExecuTorch program with test cases: it loads like the .pte inside it, read in place, and
+// test_suites() lists its cases (runtime/verify.h runs them). An error in the program inside
+// starts "the program inside the bundle: ".
+//
 // Format invariants (loader/ferry/schema/program.fbs): constant and state data start at multiples
 // of 64 bytes from the start of the program, and the program's size is a multiple of 64, so that
 // data can be used and copied in place and a truncated file is detected. Ferry's writer
@@ -68,6 +73,7 @@
 #include "absl/types/span.h"
 #include "ferry/loader/file_identifiers.h"
 #include "ferry/loader/model/method_def.h"
+#include "ferry/loader/model/test_cases.h"
 
 namespace ferry {
 
@@ -122,8 +128,11 @@ class Program {
   // The method; for one the import refused, why (its status names the method and the
   // instruction); NotFound naming the method and listing the ones present.
   absl::StatusOr<const MethodDef*> method(absl::string_view name) const;
-  // The program's bytes (the mapped file or the owned copy).
+  // The program's bytes (the mapped file or the owned copy; for a bundle, the .pte inside it).
   absl::Span<const uint8_t> bytes() const;
+  // The test cases a bundled program (.bpte) carries, by method, in the file's order (run them
+  // with runtime/verify.h); empty for other programs. They live as long as the Program.
+  absl::Span<const TestSuite> test_suites() const;
 
  private:
   struct Storage;
@@ -142,10 +151,16 @@ class Program {
   static absl::StatusOr<std::unique_ptr<Program>> CreateFromExecuTorch(
       std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data, size_t memory_limit,
       bool verify);
+  // The same for an ExecuTorch bundled program (file identifier "BP08"): the program inside,
+  // and the test cases.
+  static absl::StatusOr<std::unique_ptr<Program>> CreateFromBundle(
+      std::unique_ptr<Storage> storage, const absl::Span<const uint8_t>* data, size_t memory_limit,
+      bool verify);
   std::unique_ptr<Storage> storage_;
   std::vector<MethodDef> methods_;
   std::vector<std::pair<std::string, absl::Status>> refused_;  // name, why
   std::vector<std::string> order_;
+  std::vector<TestSuite> test_suites_;  // a bundle's
   // Method name -> index of its first method: loading each of M methods costs O(M), not O(M^2).
   absl::flat_hash_map<absl::string_view, size_t> method_index_;
   absl::flat_hash_map<absl::string_view, size_t> refused_index_;  // name -> index in refused_

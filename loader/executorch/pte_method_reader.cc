@@ -14,35 +14,6 @@
 namespace ferry::internal::pte {
 namespace {
 
-std::optional<DType> FerryDType(fb::ScalarType t) {
-  switch (t) {
-    case fb::ScalarType::FLOAT:
-      return DType::kFloat32;
-    case fb::ScalarType::LONG:
-      return DType::kInt64;
-    case fb::ScalarType::INT:
-      return DType::kInt32;
-    case fb::ScalarType::BOOL:
-      return DType::kBool;
-    case fb::ScalarType::CHAR:
-      return DType::kInt8;
-    case fb::ScalarType::BYTE:
-      return DType::kUInt8;
-    case fb::ScalarType::SHORT:
-      return DType::kInt16;
-    case fb::ScalarType::UINT16:
-      return DType::kUInt16;
-    case fb::ScalarType::HALF:
-      return DType::kFloat16;
-    case fb::ScalarType::BFLOAT16:
-      return DType::kBFloat16;
-    case fb::ScalarType::DOUBLE:
-      return DType::kFloat64;
-    default:
-      return std::nullopt;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // One method: values, operators, delegates, inputs and outputs, instructions.
 
@@ -441,7 +412,7 @@ absl::Status MethodReader::ReadTensor(const std::string& where, const fb::Tensor
     return Error(
         where, absl::StrCat("scalar type ", out->scalar_type, " is not an ExecuTorch scalar type"));
   }
-  out->dtype = FerryDType(t.scalar_type());
+  out->dtype = EtFerryDType(static_cast<int8_t>(t.scalar_type()));
   if (t.storage_offset() != 0) {
     return Error(where, absl::StrCat("storage_offset is ", t.storage_offset(),
                                      "; ExecuTorch tensors start at their data (0)"));

@@ -89,6 +89,35 @@ std::string EtScalarTypeName(int8_t scalar_type) {
 
 size_t EtScalarTypeSize(int8_t scalar_type) { return ElementSize(scalar_type); }
 
+std::optional<DType> EtFerryDType(int8_t scalar_type) {
+  switch (static_cast<fb::ScalarType>(scalar_type)) {
+    case fb::ScalarType::FLOAT:
+      return DType::kFloat32;
+    case fb::ScalarType::LONG:
+      return DType::kInt64;
+    case fb::ScalarType::INT:
+      return DType::kInt32;
+    case fb::ScalarType::BOOL:
+      return DType::kBool;
+    case fb::ScalarType::CHAR:
+      return DType::kInt8;
+    case fb::ScalarType::BYTE:
+      return DType::kUInt8;
+    case fb::ScalarType::SHORT:
+      return DType::kInt16;
+    case fb::ScalarType::UINT16:
+      return DType::kUInt16;
+    case fb::ScalarType::HALF:
+      return DType::kFloat16;
+    case fb::ScalarType::BFLOAT16:
+      return DType::kBFloat16;
+    case fb::ScalarType::DOUBLE:
+      return DType::kFloat64;
+    default:
+      return std::nullopt;
+  }
+}
+
 const char* EtDataKindName(EtDataKind kind) {
   switch (kind) {
     case EtDataKind::kNone:

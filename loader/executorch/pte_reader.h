@@ -75,6 +75,9 @@ struct EtExtendedHeader {
 std::string EtScalarTypeName(int8_t scalar_type);
 // Bytes per element of ExecuTorch scalar type `scalar_type`; 0 for a number that names no type.
 size_t EtScalarTypeSize(int8_t scalar_type);
+// The Ferry DType of ExecuTorch scalar type `scalar_type`, or nullopt when Ferry has none for it
+// (quantized, 4-bit and float8 types, uint32, uint64).
+std::optional<DType> EtFerryDType(int8_t scalar_type);
 
 enum class EtShapeDynamism : uint8_t {
   kStatic = 0,          // sizes are the shape

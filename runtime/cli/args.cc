@@ -1,4 +1,5 @@
 // The command line: the commands and options `ferry` knows, their help, and ParseArgs.
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -19,7 +20,7 @@ namespace {
 
 // ---- the command line -------------------------------------------------------------------------
 
-enum CommandBit : unsigned { kPlan = 1, kRun = 2, kBench = 4, kAllCommands = 7 };
+enum CommandBit : unsigned { kPlan = 1, kRun = 2, kBench = 4, kVerify = 8, kAllCommands = 15 };
 
 struct CommandSpec {
   const char* name;
@@ -47,7 +48,8 @@ constexpr CommandSpec kCommands[] = {
      "first and the last call and every output's dtype, shape, device, sum, minimum, maximum and\n"
      "first values. --json prints the outputs as JSON instead, with all their values, for\n"
      "scripts. --input values repeat to fill a tensor input (1,2 into 4 elements is 1,2,1,2);\n"
-     "a number of values that does not divide its elements is refused.\n"
+     "a number of values that does not divide its elements is refused. A bundled program's\n"
+     "method (.bpte) without --input runs on its first test case's inputs.\n"
      "Inputs and outputs that are not tensors (int, double, bool, string, None, lists) are\n"
      "fixed when the program is made: such an input holds the value the program was traced\n"
      "with, and --input n=5 checks that 5 is that value (doubles within 1e-4 + 1e-5 |v|,\n"
@@ -77,6 +79,18 @@ constexpr CommandSpec kCommands[] = {
      "replicas and shared states they share (JSON: one object per method under \"methods\").\n",
      "ferry bench --calls 10000 --no-guard --json\n"
      "  ferry bench build/bench/decoder_lm.ferry --json   (prefill and decode, one program)\n"},
+    {"verify", kVerify, "run a bundled program's test cases (.bpte) and compare the outputs",
+     "Loads the program inside a bundled program (.bpte, ExecuTorch's program with test cases)\n"
+     "and runs every test case of every method (or of --method's), each on the inputs it\n"
+     "carries, comparing every output with the expected one: float elements within\n"
+     "atol + rtol * |expected| (NaN equals NaN; defaults --rtol 1e-5 --atol 1e-8, ExecuTorch's),\n"
+     "integers and bools exactly, in logical order whatever the memory order. Prints one line\n"
+     "per case: the method, the case, PASS, FAIL or ERROR (a case that cannot run, and why),\n"
+     "the largest absolute and relative error, and the first differing element; then a summary.\n"
+     "--json prints the same as one object. Exit status 0 when every case passes, 1 when any\n"
+     "fails or cannot run.\n",
+     "ferry verify model.bpte\n"
+     "  ferry verify model.bpte --method forward --rtol 1e-3 --atol 1e-5 --json\n"},
 };
 
 struct OptionSpec {
@@ -109,13 +123,16 @@ constexpr OptionSpec kOptions[] = {
     {"--audit", nullptr, kPlan,
      "list where the exporter's copies, device annotations and arena devices (ExecuTorch "
      "programs) differ from Ferry's plan"},
-    {"--json", nullptr, kRun | kBench,
+    {"--rtol", "R", kVerify, "relative tolerance for float outputs (default 1e-5)"},
+    {"--atol", "A", kVerify, "absolute tolerance for float outputs (default 1e-8)"},
+    {"--json", nullptr, kRun | kBench | kVerify,
      "print JSON instead of text (run: every output with all its values)"},
 };
 
 constexpr char kProgramLine[] =
-    "PROGRAM is a .ferry file, its .json form, or an ExecuTorch program (.pte, with --data FILE\n"
-    "for its .ptd); without it the example decoder block is used.\n";
+    "PROGRAM is a .ferry file, its .json form, an ExecuTorch program (.pte, with --data FILE\n"
+    "for its .ptd) or a bundled one (.bpte: the program inside, with the test cases verify\n"
+    "runs); without it the example decoder block is used (verify needs one).\n";
 constexpr char kExitStatusLine[] = "exit status: 0 ok, 1 load or run error, 2 usage error\n";
 
 const CommandSpec* FindCommand(absl::string_view name) {
@@ -151,8 +168,8 @@ std::string OptionLine(const OptionSpec& o, absl::string_view prefix) {
 
 std::string Usage() {
   std::string s =
-      "usage: ferry <plan|run|bench> [PROGRAM] [options]\n"
-      "       ferry <plan|run|bench> --help\n"
+      "usage: ferry <plan|run|bench|verify> [PROGRAM] [options]\n"
+      "       ferry <plan|run|bench|verify> --help\n"
       "       ferry --help | --version\n"
       "\n"
       "commands:\n";
@@ -253,6 +270,14 @@ int ApplyOption(const std::string& arg, const char* value, Options* options, std
                    std::numeric_limits<int>::max(), value);
       return kExitUsage;
     }
+  } else if (arg == "--rtol" || arg == "--atol") {
+    double v = 0;
+    if (!absl::SimpleAtod(value, &v) || !(v >= 0) || !std::isfinite(v)) {
+      std::fprintf(err, "ferry: %s needs a finite non-negative number (got \"%s\")\n", arg.c_str(),
+                   value);
+      return kExitUsage;
+    }
+    (arg == "--rtol" ? options->tolerance.rtol : options->tolerance.atol) = v;
   } else if (arg == "--dot") {
     options->dot = true;
   } else if (arg == "--audit") {
@@ -300,6 +325,10 @@ int FinishOptions(const CommandSpec& command, bool program_given, Options* optio
     if (!program_given && !options->tokens_program.empty()) {
       options->program = options->tokens_program;
     }
+  }
+  if (command.bit == kVerify && !program_given) {
+    std::fputs("ferry: verify needs PROGRAM, a bundled program (.bpte)\n", err);
+    return kExitUsage;
   }
   if (options->program.empty()) {
     std::fputs("ferry: no PROGRAM given and no example program was built in\n", err);

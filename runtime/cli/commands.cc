@@ -101,10 +101,21 @@ int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {
     }
     return Bench(options, rt, **program, names, verify_us, out, err);
   }
+  if (options.command == "verify") return Verify(options, rt, **program, out, err);
   absl::StatusOr<std::unique_ptr<Method>> method =
       rt.LoadMethod(**program, options.method, options.load);
   if (!method.ok()) return Fail(err, method.status());
-  return RunMethod(options, rt, **method, out, err);
+  // A bundle's method runs on its first test case's inputs unless --input gives some.
+  const TestCase* test_inputs = nullptr;
+  if (options.inputs.empty()) {
+    for (const TestSuite& suite : (*program)->test_suites()) {
+      if (suite.method_name == options.method && !suite.cases.empty()) {
+        test_inputs = &suite.cases[0];
+        break;
+      }
+    }
+  }
+  return RunMethod(options, rt, **method, test_inputs, out, err);
 }
 
 }  // namespace ferry::cli

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ferry/runtime/runtime.h"
+#include "ferry/runtime/verify.h"
 
 namespace ferry::cli {
 
@@ -27,7 +28,7 @@ inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 
 struct Options {
-  std::string command;  // "plan", "run" or "bench"
+  std::string command;  // "plan", "run", "bench" or "verify"
   std::string program;
   std::string data;  // --data: an ExecuTorch program's data file (.ptd); empty for none
   std::string method = "forward";
@@ -39,6 +40,7 @@ struct Options {
   bool dot = false;
   bool audit = false;  // plan --audit: where the exporter's placement differs from Ferry's
   bool json = false;
+  VerifyTolerance tolerance;                          // verify --rtol, --atol
   std::map<std::string, std::vector<double>> inputs;  // given input values by name
   // `run --tokens N`: N tokens of greedy generation with the program's "prefill" method and the
   // decode method (--method; default "decode"); 0: a plain run.

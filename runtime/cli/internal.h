@@ -16,6 +16,7 @@
 #include "ferry/memory/device_buffer.h"
 #include "ferry/runtime/cli/commands.h"
 #include "ferry/runtime/runtime.h"
+#include "ferry/runtime/verify.h"
 
 namespace ferry::cli {
 
@@ -51,9 +52,13 @@ void PrintDiagnostics(const Method& method, std::FILE* err);
 // backends registered as plan-only stand-ins.
 int Plan(const Options& options, const Runtime& rt, const Program& program,
          const std::vector<std::string>& planned_only, std::FILE* out, std::FILE* err);
-// `ferry run` of one loaded method (runtime/cli/run.cc).
-int RunMethod(const Options& options, const Runtime& rt, Method& method, std::FILE* out,
-              std::FILE* err);
+// `ferry run` of one loaded method (runtime/cli/run.cc), its inputs from `test_inputs` when not
+// null (a bundle's first test case), otherwise FillInputs'.
+int RunMethod(const Options& options, const Runtime& rt, Method& method,
+              const TestCase* test_inputs, std::FILE* out, std::FILE* err);
+// `ferry verify` of a bundled program (runtime/cli/verify.cc).
+int Verify(const Options& options, Runtime& rt, const Program& program, std::FILE* out,
+           std::FILE* err);
 // `ferry bench` of the methods `names` (runtime/cli/bench.cc).
 int Bench(const Options& options, const Runtime& rt, const Program& program,
           const std::vector<std::string>& names, double verify_us, std::FILE* out, std::FILE* err);

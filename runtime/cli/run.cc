@@ -330,11 +330,20 @@ void PrintDiagnostics(const Method& method, std::FILE* err) {
   }
 }
 
-int RunMethod(const Options& options, const Runtime& rt, Method& method, std::FILE* out,
-              std::FILE* err) {
+int RunMethod(const Options& options, const Runtime& rt, Method& method,
+              const TestCase* test_inputs, std::FILE* out, std::FILE* err) {
   PrintDiagnostics(method, err);
   InputBuffers buffers;
-  if (absl::Status s = FillInputs(options, rt, method, buffers); !s.ok()) return Fail(err, s);
+  TestInputBuffers test_buffers;
+  if (test_inputs != nullptr) {
+    absl::Status s = BindTestInputs(rt, method, *test_inputs, test_buffers);
+    if (!s.ok()) {
+      return Fail(err,
+                  absl::Status(s.code(), absl::StrCat("the bundle's test case 0: ", s.message())));
+    }
+  } else if (absl::Status s = FillInputs(options, rt, method, buffers); !s.ok()) {
+    return Fail(err, s);
+  }
   const int calls = std::max(options.calls, 1);
   std::vector<double> times;
   for (int c = 0; c < calls; ++c) {

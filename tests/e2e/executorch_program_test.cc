@@ -25,8 +25,10 @@
 #include "ferry/loader/program.h"
 #include "ferry/runtime/cli/commands.h"
 #include "ferry/runtime/runtime.h"
+#include "ferry/runtime/verify.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/bundle_builder.h"
 #include "tests/testing/cli_run.h"
 #include "tests/testing/et_program_parts.h"
 #include "tests/testing/json_check.h"
@@ -238,6 +240,58 @@ TEST(ExecuTorchProgramTest, LinearRunsWithItsDataFile) {
                        Program::FromBytes(ReadPte(kLinearPte), ReadPte(kLinearPtd)));
   ASSERT_OK_AND_ASSIGN(std::vector<float> again, RunFloat(*from_bytes, "forward", inputs));
   EXPECT_EQ(again, out);
+}
+
+// A bundle of the real linear.pte, whose weights are in a data file: weights of the test's own in
+// a .ptd it writes, and expected outputs from the naive reference above.
+TEST(ExecuTorchProgramTest, ABundleOfAProgramWithADataFileVerifies) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  using ::ferry::testing::BuildBundle;
+  using ::ferry::testing::FloatValue;
+  LinearWeights w;
+  w.weight = {0.5f, -1.0f, 0.25f, 2.0f, 0.0f, -0.5f, 1.5f, 1.0f, -2.0f};
+  w.bias = {0.125f, -3.0f, 1.0f};
+  const std::vector<uint8_t> ptd = BuildPtd({{"linear.weight", 6, {3, 3}, FloatBytes(w.weight)},
+                                             {"linear.bias", 6, {3}, FloatBytes(w.bias)}});
+  const std::vector<float> x = {1.0f, 2.0f, 3.0f, -1.0f, 0.5f, 4.0f, 0.0f, -2.5f, 1.0f};
+  std::vector<float> wrong = Linear(x, w);
+  wrong[7] += 0.25f;
+  const std::vector<uint8_t> bpte = BuildBundle(
+      ReadPte(kLinearPte), {{"forward",
+                             {{{FloatValue({3, 3}, x)}, {FloatValue({3, 3}, Linear(x, w))}},
+                              {{FloatValue({3, 3}, x)}, {FloatValue({3, 3}, wrong)}}}}});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(bpte, ptd));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::vector<CaseResult> results, VerifyTestSuites(rt, *program, {}));
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].passed) << FormatCaseResult(results[0]);
+  EXPECT_FALSE(results[1].passed);
+  ASSERT_TRUE(results[1].first_mismatch.has_value());
+  EXPECT_EQ(results[1].first_mismatch->element, 7);
+
+  // The same through files and the command line, with --data, and without it.
+  const std::string bpte_path = ::testing::TempDir() + "/linear_bundle.bpte";
+  const std::string ptd_path = ::testing::TempDir() + "/linear_bundle.ptd";
+  for (const auto& [path, bytes] : {std::pair{bpte_path, &bpte}, std::pair{ptd_path, &ptd}}) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes->data()),
+            static_cast<std::streamsize>(bytes->size()));
+  }
+  cli::Options o;
+  o.command = "verify";
+  o.program = bpte_path;
+  o.data = ptd_path;
+  testing::CliResult r = RunCli(o);
+  EXPECT_EQ(r.code, cli::kExitError);  // case 1 fails
+  EXPECT_THAT(r.out, HasSubstr("forward case 0: PASS"));
+  EXPECT_THAT(r.out, HasSubstr("forward case 1: FAIL"));
+  o.data.clear();
+  r = RunCli(o);
+  EXPECT_EQ(r.code, cli::kExitError);
+  EXPECT_THAT(r.out, HasSubstr("forward case 0: ERROR: "));
+  EXPECT_THAT(r.out, HasSubstr("data file"));
+  std::remove(bpte_path.c_str());
+  std::remove(ptd_path.c_str());
 }
 
 TEST(ExecuTorchProgramTest, DataFilesThatDoNotFitAreRefusedNamingTheTensor) {

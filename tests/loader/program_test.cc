@@ -18,6 +18,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/loader/test_ops.h"
+#include "tests/testing/bundle_builder.h"
+#include "tests/testing/hand_made_pte.h"
 #include "tests/testing/status_matchers.h"
 
 namespace ferry {
@@ -337,6 +339,56 @@ TEST_F(ProgramTest, ToJsonRefusesBadBytes) {
   EXPECT_THAT(Program::ToJson(bytes), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
   EXPECT_THAT(Program::ToJson({}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty")));
+}
+
+// A bundled program loads as the .pte inside it, read where it lies, with its test cases.
+TEST_F(ProgramTest, ABundleLoadsTheProgramInsideWithItsTestCases) {
+  using ::ferry::testing::BuildBundle;
+  using ::ferry::testing::FloatValue;
+  const std::vector<uint8_t> pte = ::ferry::testing::BuildPte();
+  const std::vector<uint8_t> bpte = BuildBundle(
+      pte, {{"forward",
+             {{{FloatValue({2}, {1, 2}), FloatValue({2}, {3, 4})}, {FloatValue({2}, {4, 6})}}}}});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(bpte));
+  EXPECT_THAT(program->method_names(), ElementsAre("forward"));
+  ASSERT_EQ(program->bytes().size(), pte.size());
+  EXPECT_EQ(std::memcmp(program->bytes().data(), pte.data(), pte.size()), 0);
+  ASSERT_EQ(program->test_suites().size(), 1u);
+  EXPECT_EQ(program->test_suites()[0].method_name, "forward");
+  ASSERT_EQ(program->test_suites()[0].cases.size(), 1u);
+  EXPECT_EQ(program->test_suites()[0].cases[0].inputs.size(), 2u);
+
+  // Through a file, as the command line loads it.
+  const std::string path = TempPath("bundle.bpte");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bpte.data()),
+              static_cast<std::streamsize>(bpte.size()));
+  }
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> loaded, Program::Load(path));
+  EXPECT_EQ(loaded->test_suites().size(), 1u);
+  std::remove(path.c_str());
+
+  // Other programs carry none.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> plain, Program::FromBytes(pte));
+  EXPECT_TRUE(plain->test_suites().empty());
+}
+
+TEST_F(ProgramTest, ABundleWhoseProgramIsBrokenIsRefusedSayingSo) {
+  using ::ferry::testing::BuildBundle;
+  std::vector<uint8_t> pte = ::ferry::testing::BuildPte();
+  pte.resize(pte.size() / 2);
+  EXPECT_THAT(
+      Program::FromBytes(BuildBundle(pte, {})),
+      StatusIs(absl::StatusCode::kInvalidArgument, StartsWith("the program inside the bundle: ")));
+  // A bundle of a Ferry program, or of another bundle: only .pte files are bundled.
+  EXPECT_THAT(Program::FromBytes(BuildBundle(SampleProgram(), {})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is not an ExecuTorch program: its file identifier is \"FRRY\"")));
+  std::vector<uint8_t> bpte = BuildBundle(::ferry::testing::BuildPte(), {});
+  bpte.resize(bpte.size() - 4);
+  EXPECT_THAT(Program::FromBytes(bpte),
+              StatusIs(absl::StatusCode::kInvalidArgument, StartsWith("bundled program: ")));
 }
 
 }  // namespace

@@ -562,7 +562,8 @@ TEST(HandcraftedProgramTest, WrongFileIdentifier) {
   // Named against both formats a program may be in.
   EXPECT_EQ(Refusal(p),
             "not a program Ferry reads: the file identifier (bytes 4..7) is \"ABCD\", expected "
-            "\"FRRY\" (a Ferry program) or \"ET12\" (an ExecuTorch program, .pte)");
+            "\"FRRY\" (a Ferry program), \"ET12\" (an ExecuTorch program, .pte) or \"BP08\" (an "
+            "ExecuTorch bundled program, .bpte)");
   p.identifier = "FT01";
   EXPECT_THAT(Refusal(p), HasSubstr("an ExecuTorch data file (.ptd, file identifier \"FT01\"), "
                                     "not a program: give it as the program's data file"));

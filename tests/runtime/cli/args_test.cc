@@ -48,7 +48,7 @@ TEST(ParseArgsTest, HelpGoesToStdoutAndExitsZero) {
   for (const char* help : {"--help", "-h", "help"}) {
     Parsed p = Parse({help});
     EXPECT_EQ(p.code, 0) << help;
-    EXPECT_THAT(p.out, HasSubstr("usage: ferry <plan|run|bench>")) << help;
+    EXPECT_THAT(p.out, HasSubstr("usage: ferry <plan|run|bench|verify>")) << help;
     EXPECT_THAT(p.out, HasSubstr("exit status: 0 ok, 1 load or run error, 2 usage error")) << help;
     EXPECT_EQ(p.err, "") << help;
   }
@@ -100,7 +100,8 @@ TEST(ParseArgsTest, UnknownCommandListsTheCommands) {
   Parsed p = Parse({"plot"});
   EXPECT_EQ(p.code, 2);
   EXPECT_EQ(p.out, "");
-  EXPECT_THAT(p.err, HasSubstr("unknown command \"plot\"; the commands are plan, run and bench"));
+  EXPECT_THAT(p.err,
+              HasSubstr("unknown command \"plot\"; the commands are plan, run, bench and verify"));
   EXPECT_EQ(Parse({"help", "plot"}).code, 2);
 }
 
