@@ -25,7 +25,7 @@ struct Chain {
   std::vector<float> a, b;
 };
 
-Chain MakeChain(const std::string& op, int n) {
+Chain MakeChain(const std::string& op, int n, bool record_trace = false) {
   Chain c;
   c.rt = std::make_unique<Runtime>();
   ProgramBuilder pb;
@@ -37,7 +37,9 @@ Chain MakeChain(const std::string& op, int n) {
   m.Output(v);
   auto bytes = pb.Build();
   c.program = std::move(Program::FromBytes(*bytes)).value();
-  c.method = std::move(c.rt->LoadMethod(*c.program, "forward")).value();
+  LoadOptions options;
+  options.record_trace = record_trace;
+  c.method = std::move(c.rt->LoadMethod(*c.program, "forward", options)).value();
   c.a.assign(kElems, 0.5f);
   c.b.assign(kElems, 0.25f);
   (void)c.method->SetInput(0, TensorView::Host(DType::kFloat32, {kElems}, c.a.data()));
@@ -127,6 +129,30 @@ void BM_OverheadRatio(benchmark::State& state) {
   state.counters["ratio"] = exec_ns / direct_ns;
 }
 BENCHMARK(BM_OverheadRatio)->Arg(10)->Arg(100)->Arg(1000);
+
+// The timeline's cost (LoadOptions::record_trace), in one run: the same chain loaded twice, with
+// and without recording, their calls interleaved. Off is the loop Execute runs without the
+// option; on adds two clock reads per step.
+void BM_TraceOverhead(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  Chain off = MakeChain("relu", n);
+  Chain on = MakeChain("relu", n, /*record_trace=*/true);
+  double off_ns = 0, on_ns = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(off.method->Execute());
+    auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(on.method->Execute());
+    auto t2 = std::chrono::steady_clock::now();
+    off_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
+    on_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
+  }
+  const double steps = static_cast<double>(state.iterations()) * n;
+  state.counters["off_ns_per_step"] = off_ns / steps;
+  state.counters["on_ns_per_step"] = on_ns / steps;
+  state.counters["on_over_off"] = on_ns / off_ns;
+}
+BENCHMARK(BM_TraceOverhead)->Arg(10)->Arg(100)->Arg(1000);
 
 // Binding inputs and running one op, as a caller does every call: SetInput of each input (1 for
 // relu, 2 for add) then Execute. The peers' figures for the same loop are in bench/README.md.

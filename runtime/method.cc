@@ -1,6 +1,7 @@
 #include "ferry/runtime/method.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -124,20 +125,15 @@ absl::Status MethodImpl::StepError(const Step& step, const absl::Status& status)
                                                   status.message()));
 }
 
-absl::Status MethodImpl::Execute() {
-  last_execute_failed_ = true;  // until the last step has succeeded
-  for (size_t i = 0; i < input_set_.size(); ++i) {
-    if (!input_set_[i]) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "method \"", def_->name, "\": input ", i, " (\"", plan_.inputs[i].name,
-          "\") is not set; call SetInput(", i, ", ...) before Execute"));
-    }
-  }
-  // Bindings may be changed in any order between calls (a decode loop swaps its input and output
-  // buffers), so the memory the caller bound is checked here, as a whole, before any step runs.
-  if (any_output_bound_) FERRY_RETURN_IF_ERROR(CheckCallerMemory());
+template <bool kTrace>
+absl::Status MethodImpl::RunSteps() {
+  if constexpr (kTrace) traced_steps_ = 0;
   const LargeTable<HostStep>& host_steps = host_tables_.steps();
-  for (const Step& step : steps_) {
+  const size_t num_steps = steps_.size();
+  for (size_t i = 0; i < num_steps; ++i) {
+    const Step& step = steps_[i];
+    [[maybe_unused]] int64_t start = 0;
+    if constexpr (kTrace) start = NowNs();
     absl::Status s;
     switch (step.kind) {
       case Step::Kind::kHost:
@@ -163,16 +159,44 @@ absl::Status MethodImpl::Execute() {
         s = step.runtime->Synchronize();
         break;
     }
+    if constexpr (kTrace) {
+      trace_spans_[i] = {start, NowNs()};
+      traced_steps_ = i + 1;
+    }
     if (!s.ok()) {
       // Leave no device work referring to caller memory behind.
       for (const Step& sync : final_syncs_) sync.runtime->Synchronize().IgnoreError();
       return StepError(step, s);
     }
   }
-  for (const Step& sync : final_syncs_) {
-    absl::Status s = sync.runtime->Synchronize();
-    if (!s.ok()) return StepError(sync, s);
+  for (size_t k = 0; k < final_syncs_.size(); ++k) {
+    [[maybe_unused]] int64_t start = 0;
+    if constexpr (kTrace) start = NowNs();
+    absl::Status s = final_syncs_[k].runtime->Synchronize();
+    if constexpr (kTrace) {
+      trace_spans_[num_steps + k] = {start, NowNs()};
+      traced_steps_ = num_steps + k + 1;
+    }
+    if (!s.ok()) return StepError(final_syncs_[k], s);
   }
+  return absl::OkStatus();
+}
+
+absl::Status MethodImpl::Execute() {
+  last_execute_failed_ = true;  // until the last step has succeeded
+  traced_steps_ = 0;
+  for (size_t i = 0; i < input_set_.size(); ++i) {
+    if (!input_set_[i]) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("method \"", def_->name, "\": input ", i, " (\"", plan_.inputs[i].name,
+                       "\") is not set; call SetInput(", i, ", ...) before Execute"));
+    }
+  }
+  // Bindings may be changed in any order between calls (a decode loop swaps its input and output
+  // buffers), so the memory the caller bound is checked here, as a whole, before any step runs.
+  if (any_output_bound_) FERRY_RETURN_IF_ERROR(CheckCallerMemory());
+  // The same loop either way: without a trace it reads no clock and writes no span.
+  FERRY_RETURN_IF_ERROR(trace_spans_.empty() ? RunSteps<false>() : RunSteps<true>());
   last_execute_failed_ = false;
   executed_ = true;
   return absl::OkStatus();
@@ -474,6 +498,8 @@ absl::Status Method::SetInput(size_t index, const Scalar& value) {
 }
 
 absl::Status Method::Execute() { return impl_->Execute(); }
+absl::Span<const TraceStep> Method::trace_steps() const { return impl_->trace_steps(); }
+absl::Span<const TraceSpan> Method::last_trace() const { return impl_->last_trace(); }
 TensorView Method::Output(size_t index) const { return impl_->Output(index); }
 
 absl::StatusOr<int64_t> Method::OutputInt(size_t index) const {

@@ -40,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "ferry/base/tensor.h"
 #include "ferry/loader/model/method_def.h"
 #include "ferry/loader/plan/placement.h"
@@ -82,6 +83,32 @@ struct IoInfo {
   bool is_tensor() const { return value == nullptr; }
 };
 
+// Tracing (LoadOptions::record_trace). Times are the host's steady clock, in nanoseconds.
+struct TraceSpan {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// A step of a call, in the order Execute runs them.
+struct TraceStep {
+  enum class Kind : uint8_t { kNode, kCopy, kSync };
+  Kind kind = Kind::kNode;
+  bool delegate = false;  // kNode: a delegate call (else a host kernel)
+  int32_t node = -1;      // kNode: the node; kCopy: the node the copy feeds, or -1
+  int32_t copy = -1;      // kCopy: index into plan().placement.copies
+  // Where it runs: a node's device; a copy's device side (the host for host-to-host); the
+  // device a synchronization waits for.
+  Device device;
+};
+
+// Work done at load: each phase, and each load-time copy (constant replicas, initial state).
+struct LoadEvent {
+  std::string name;  // "phase: Place", "copy host->sim:0 \"w\""
+  TraceSpan span;
+  Device device;      // a copy's device side; the host for phases
+  int32_t copy = -1;  // a copy: index into plan().placement.copies
+};
+
 struct LoadTimings {
   double placement_us = 0;
   double planning_us = 0;
@@ -94,6 +121,8 @@ struct MethodPlan {
   std::vector<IoInfo> inputs;
   std::vector<IoInfo> outputs;
   LoadTimings timings;
+  // With LoadOptions::record_trace: the load's phases and copies, in order; empty otherwise.
+  std::vector<LoadEvent> load_events;
 };
 
 namespace internal {
@@ -151,6 +180,14 @@ class Method {
   // buffer), on the device the plan names. An empty view (data() == nullptr) when `index` is out
   // of range or the last Execute failed.
   TensorView Output(size_t index) const;
+
+  // With LoadOptions::record_trace: every step a call runs (fixed at load), and the times of
+  // the steps the last Execute ran, one per step from the first (fewer when it failed at a
+  // step: up to and including that one). Both empty without record_trace. The spans are
+  // preallocated at load and overwritten by each Execute; recording costs two clock reads per
+  // step, and nothing when off (Execute then runs the same loop as without this option).
+  absl::Span<const TraceStep> trace_steps() const;
+  absl::Span<const TraceSpan> last_trace() const;
 
   // Non-tensor output `index` of the last successful Execute (IoInfo::value set): typed, or as
   // a Scalar of any kind (valid as long as the Program). InvalidArgument when `index` is out of

@@ -32,7 +32,10 @@
 #include "ferry/runtime/internal/method_loader.h"
 
 #include <memory>
+#include <type_traits>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "ferry/base/status_macros.h"
 
 namespace ferry {
@@ -40,21 +43,43 @@ namespace internal {
 
 absl::Status MethodLoader::Run() {
   const auto start = Clock::now();
-  FERRY_RETURN_IF_ERROR(CheckTableMemory(0, 0));
-  FERRY_RETURN_IF_ERROR(ResolveOps());
-  FERRY_RETURN_IF_ERROR(CheckTableMemory(list_entries_, payload_bytes_));
-  FERRY_RETURN_IF_ERROR(Place());
+  // With record_trace, each phase's span; the clock is read only then.
+  auto phase = [&](const char* name, auto&& run) -> absl::Status {
+    auto call = [&]() -> absl::Status {
+      if constexpr (std::is_void_v<decltype(run())>) {
+        run();
+        return absl::OkStatus();
+      } else {
+        return run();
+      }
+    };
+    if (!options_.record_trace) return call();
+    LoadEvent e;
+    e.name = absl::StrCat("phase: ", name);
+    e.span.start_ns = NowNs();
+    absl::Status s = call();
+    e.span.end_ns = NowNs();
+    impl_.plan_.load_events.push_back(std::move(e));
+    return s;
+  };
+  FERRY_RETURN_IF_ERROR(phase("CheckTableMemory", [&] { return CheckTableMemory(0, 0); }));
+  FERRY_RETURN_IF_ERROR(phase("ResolveOps", [&] { return ResolveOps(); }));
+  FERRY_RETURN_IF_ERROR(phase("CheckTableMemory (arguments)",
+                              [&] { return CheckTableMemory(list_entries_, payload_bytes_); }));
+  FERRY_RETURN_IF_ERROR(phase("Place", [&] { return Place(); }));
   impl_.plan_.timings.placement_us = MicrosSince(start);
   const auto materialize_start = Clock::now();
-  FERRY_RETURN_IF_ERROR(ResolveLayouts());
-  FERRY_RETURN_IF_ERROR(InitBackends());
-  FERRY_RETURN_IF_ERROR(PlanArenas());
-  FERRY_RETURN_IF_ERROR(CheckBudgets());
-  FERRY_RETURN_IF_ERROR(Allocate());
-  FERRY_RETURN_IF_ERROR(ResolveCopies());
-  FERRY_RETURN_IF_ERROR(Materialize());
-  BuildSteps();
-  DescribeIo();
+  FERRY_RETURN_IF_ERROR(phase("ResolveLayouts", [&] { return ResolveLayouts(); }));
+  FERRY_RETURN_IF_ERROR(phase("InitBackends", [&] { return InitBackends(); }));
+  FERRY_RETURN_IF_ERROR(phase("PlanArenas", [&] { return PlanArenas(); }));
+  FERRY_RETURN_IF_ERROR(phase("CheckBudgets", [&] { return CheckBudgets(); }));
+  FERRY_RETURN_IF_ERROR(
+      phase("Allocate (arenas and constant regions)", [&] { return Allocate(); }));
+  FERRY_RETURN_IF_ERROR(phase("ResolveCopies", [&] { return ResolveCopies(); }));
+  FERRY_RETURN_IF_ERROR(phase("Materialize (load-time copies)", [&] { return Materialize(); }));
+  FERRY_RETURN_IF_ERROR(phase("BuildSteps", [&] { BuildSteps(); }));
+  FERRY_RETURN_IF_ERROR(phase("DescribeIo", [&] { DescribeIo(); }));
+  if (options_.record_trace) RecordTraceSteps();
   // A non-tensor input holds its traced value from load on (setting it only checks).
   impl_.input_set_.assign(m_.inputs.size(), false);
   for (size_t i = 0; i < m_.inputs.size(); ++i) {
@@ -65,6 +90,40 @@ absl::Status MethodLoader::Run() {
   impl_.range_scratch_.reserve(m_.inputs.size() + m_.outputs.size());
   impl_.plan_.timings.materialization_us = MicrosSince(materialize_start) - planning_us_;
   return absl::OkStatus();
+}
+
+void MethodLoader::RecordTraceSteps() {
+  const PlacementPlan& p = plan();
+  auto describe = [&](const Step& step) {
+    TraceStep t;
+    t.node = step.node;
+    switch (step.kind) {
+      case Step::Kind::kHost:
+      case Step::Kind::kDelegate:
+        t.kind = TraceStep::Kind::kNode;
+        t.delegate = step.kind == Step::Kind::kDelegate;
+        t.device = p.nodes[step.node].device;
+        break;
+      case Step::Kind::kCopy: {
+        const CopyStep& c = p.copies[step.index];
+        t.kind = TraceStep::Kind::kCopy;
+        t.copy = step.index;
+        t.device = c.direction == CopyDirection::kDeviceToHost ? c.src_device : c.dst_device;
+        break;
+      }
+      case Step::Kind::kSync:
+        t.kind = TraceStep::Kind::kSync;
+        t.device = step.runtime->device();
+        break;
+    }
+    return t;
+  };
+  impl_.trace_steps_.reserve(impl_.steps_.size() + impl_.final_syncs_.size());
+  for (size_t i = 0; i < impl_.steps_.size(); ++i) {
+    impl_.trace_steps_.push_back(describe(impl_.steps_[i]));
+  }
+  for (const Step& s : impl_.final_syncs_) impl_.trace_steps_.push_back(describe(s));
+  impl_.trace_spans_.assign(impl_.trace_steps_.size(), TraceSpan{});
 }
 
 absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt, const MethodDef& m,

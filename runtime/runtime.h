@@ -107,6 +107,10 @@ struct LoadOptions {
   // over either with ResourceExhausted before building any of them. SIZE_MAX: no limit of the
   // caller's.
   size_t table_memory_limit_bytes = SIZE_MAX;
+  // Record a timeline: the load's phases and copies (MethodPlan::load_events) and, per Execute,
+  // the time of every step (Method::last_trace); runtime/trace.h turns them into a Chrome
+  // trace and a per-node profile. Off: nothing is recorded and Execute costs what it did.
+  bool record_trace = false;
 };
 
 class Runtime {

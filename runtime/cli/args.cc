@@ -64,11 +64,14 @@ constexpr CommandSpec kCommands[] = {
      "takes T = 1. Prints the prefill time, tokens per second, the tokens, copies per token (the\n"
      "devices' counters against the manifest; exit status 1 when they disagree), copies of\n"
      "constants and state per call, and device memory. Without PROGRAM the decode-loop example\n"
-     "(build/bench/decoder_lm.ferry) is used.\n",
+     "(build/bench/decoder_lm.ferry) is used.\n"
+     "--trace FILE writes the load and every call (prefill and each token's decode call with\n"
+     "--tokens) as Chrome trace JSON, for Perfetto (ui.perfetto.dev) or chrome://tracing.\n",
      "ferry run --input pos=3 --calls 4\n"
      "  ferry run linear.pte --data linear.ptd --input 0=1,2,3 --json\n"
      "  ferry run llama_qnn.pte --method get_vocab_size   (a method returning an int)\n"
-     "  ferry run --tokens 32            (the decode loop of the language-model example)\n"},
+     "  ferry run --tokens 32            (the decode loop of the language-model example)\n"
+     "  ferry run --calls 3 --trace trace.json\n"},
     {"bench", kBench,
      "load and execute repeatedly; report load time, latency, copies, arenas (--json)",
      "Loads the method, executes it --warmup times, then --calls times measured, and reports the\n"
@@ -76,8 +79,13 @@ constexpr CommandSpec kCommands[] = {
      "manifest's against the devices' counters; exit status 1 when they disagree), the constant\n"
      "bytes materialized at load and the arenas. A program with several methods and no\n"
      "--method: every method, loaded together and measured in turn, then once the constant\n"
-     "replicas and shared states they share (JSON: one object per method under \"methods\").\n",
+     "replicas and shared states they share (JSON: one object per method under \"methods\").\n"
+     "--profile adds each method's steps (nodes, copies, synchronizations) by their total time\n"
+     "over the measured calls: count, mean, and share of the calls' time (JSON: \"profile\").\n"
+     "--trace FILE writes the loads and the measured calls as Chrome trace JSON: a lane per\n"
+     "device, an event per node and copy, the load's phases and copies in a lane of their own.\n",
      "ferry bench --calls 10000 --no-guard --json\n"
+     "  ferry bench --profile --calls 200\n"
      "  ferry bench build/bench/decoder_lm.ferry --json   (prefill and decode, one program)\n"},
     {"verify", kVerify, "run a bundled program's test cases (.bpte) and compare the outputs",
      "Loads the program inside a bundled program (.bpte, ExecuTorch's program with test cases)\n"
@@ -123,6 +131,11 @@ constexpr OptionSpec kOptions[] = {
     {"--audit", nullptr, kPlan,
      "list where the exporter's copies, device annotations and arena devices (ExecuTorch "
      "programs) differ from Ferry's plan"},
+    {"--trace", "FILE", kRun | kBench,
+     "write a timeline of the load and every call as Chrome trace JSON (Perfetto, "
+     "chrome://tracing)"},
+    {"--profile", nullptr, kBench,
+     "time every node and copy of the measured calls; print them by total time"},
     {"--rtol", "R", kVerify, "relative tolerance for float outputs (default 1e-5)"},
     {"--atol", "A", kVerify, "absolute tolerance for float outputs (default 1e-8)"},
     {"--json", nullptr, kRun | kBench | kVerify,
@@ -278,6 +291,12 @@ int ApplyOption(const std::string& arg, const char* value, Options* options, std
       return kExitUsage;
     }
     (arg == "--rtol" ? options->tolerance.rtol : options->tolerance.atol) = v;
+  } else if (arg == "--trace") {
+    options->trace_path = value;
+    options->load.record_trace = true;
+  } else if (arg == "--profile") {
+    options->profile = true;
+    options->load.record_trace = true;
   } else if (arg == "--dot") {
     options->dot = true;
   } else if (arg == "--audit") {

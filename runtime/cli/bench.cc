@@ -39,10 +39,13 @@ struct BenchFigures {
   size_t shared_state_bytes = 0;
   std::vector<ArenaInfo> arenas;
   bool guarded = false;
+  // --profile: the measured calls' steps by total time.
+  std::vector<ProfileRow> profile;
+  double profiled_call_us = 0;
 };
 
 absl::StatusOr<BenchFigures> Measure(const Options& options, const Runtime& rt, Method& method,
-                                     double load_us, std::FILE* err) {
+                                     double load_us, TraceRecorder& trace, std::FILE* err) {
   InputBuffers buffers;
   FERRY_RETURN_IF_ERROR(FillInputs(options, rt, method, buffers));
   const MethodPlan& plan = method.plan();
@@ -57,11 +60,14 @@ absl::StatusOr<BenchFigures> Measure(const Options& options, const Runtime& rt, 
   DeviceCounters before = TotalCounters(rt, devices);
   std::vector<double> times;
   times.reserve(f.calls);
+  StepProfile profile;
   auto progress = Clock::now();
   for (int c = 0; c < f.calls; ++c) {
     auto start = Clock::now();
     FERRY_RETURN_IF_ERROR(method.Execute());
     times.push_back(MicrosSince(start));
+    if (!options.trace_path.empty()) trace.AddCall(method);
+    if (options.profile) profile.Add(method);
     if (!options.json && MicrosSince(progress) > 1e6) {
       absl::FPrintF(err, "\rferry bench: \"%s\": %d/%d calls", f.method, c + 1, f.calls);
       progress = Clock::now();
@@ -96,6 +102,10 @@ absl::StatusOr<BenchFigures> Measure(const Options& options, const Runtime& rt, 
   f.min = *std::min_element(times.begin(), times.end());
   f.median = Percentile(times, 0.5);
   f.p99 = Percentile(times, 0.99);
+  if (options.profile) {
+    f.profile = profile.Rows();
+    f.profiled_call_us = profile.call_us();
+  }
   f.guarded = std::any_of(devices.begin(), devices.end(), [&](const Device& d) {
     const DeviceRuntime* runtime = rt.devices().Find(d);
     return runtime != nullptr && runtime->guarded();
@@ -109,6 +119,21 @@ std::string JsonDeviceBytes(const std::vector<std::pair<Device, size_t>>& per_de
     parts.push_back(absl::StrFormat("\"%s\": %d", device.ToString(), bytes));
   }
   return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
+}
+
+// ",\n  \"profile\": {...}" with --profile, else "".
+std::string ProfileJson(const BenchFigures& f, absl::string_view indent) {
+  if (f.profile.empty()) return "";
+  std::vector<std::string> rows;
+  for (const ProfileRow& r : f.profile) {
+    rows.push_back(absl::StrFormat(
+        "%s  {\"step\": %s, \"kind\": \"%s\", \"device\": %s, \"count\": %d, \"total_us\": %.3f, "
+        "\"mean_us\": %.3f, \"share\": %.4f}",
+        indent, JsonString(r.name), r.kind, JsonString(r.device), r.count, r.total_us, r.mean_us,
+        r.share));
+  }
+  return absl::StrFormat(",\n%s\"profile\": {\"calls\": %d, \"call_us\": %.3f, \"steps\": [\n%s]}",
+                         indent, f.calls, f.profiled_call_us, absl::StrJoin(rows, ",\n"));
 }
 
 // One method's figures as a JSON object's members (no braces); `indent` starts each line after
@@ -139,13 +164,13 @@ std::string MethodJson(const Options& options, const BenchFigures& f, double ver
       "%s\"shared_constant_bytes\": %d,\n"
       "%s\"shared_state_bytes\": %d,\n"
       "%s\"sim_guard\": %s,\n"
-      "%s\"arenas\": [%s]",
+      "%s\"arenas\": [%s]%s",
       JsonString(f.method), f.nodes, f.calls, indent, f.load_us + verify_us, verify_us,
       t.placement_us, t.planning_us, t.materialization_us, indent, f.min, f.median, f.p99, indent,
       f.manifest_copies, f.copies_per_call, f.constant_and_state_copies, indent, f.manifest_bytes,
       f.bytes_per_call, indent, f.agree ? "true" : "false", indent, f.constant_bytes, indent,
       f.shared_constant_bytes, indent, f.shared_state_bytes, indent,
-      options.runtime.sim.guard ? "true" : "false", indent, arenas);
+      options.runtime.sim.guard ? "true" : "false", indent, arenas, ProfileJson(f, indent));
 }
 
 void PrintMethodTable(const Options& options, const BenchFigures& f, double verify_us,
@@ -180,6 +205,19 @@ void PrintMethodTable(const Options& options, const BenchFigures& f, double veri
     absl::FPrintF(out, "  arena %-10s %10d bytes, lower bound %d (%.3fx), constants %d\n",
                   a.device.ToString(), a.arena_bytes, a.lower_bound, ratio, a.constant_bytes);
   }
+  if (f.profile.empty()) return;
+  absl::FPrintF(out,
+                "  profile: %d calls, %.1f us in their steps; each step by total time (the clock "
+                "is read around every step, so the calls run a little slower than above)\n",
+                f.calls, f.profiled_call_us);
+  size_t width = 6;
+  for (const ProfileRow& r : f.profile) width = std::max(width, r.device.size());
+  absl::FPrintF(out, "    %10s %7s %7s %10s  %-*s  %s\n", "total us", "share", "count", "mean us",
+                width, "device", "step");
+  for (const ProfileRow& r : f.profile) {
+    absl::FPrintF(out, "    %10.1f %6.1f%% %7d %10.3f  %-*s  %s\n", r.total_us, 100 * r.share,
+                  r.count, r.mean_us, width, r.device, r.name);
+  }
 }
 
 }  // namespace
@@ -191,18 +229,23 @@ int Bench(const Options& options, const Runtime& rt, const Program& program,
   std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(program);
   std::vector<std::unique_ptr<Method>> methods;
   std::vector<BenchFigures> figures;
+  TraceRecorder trace;
   for (const std::string& name : names) {
     auto load_start = Clock::now();
     absl::StatusOr<std::unique_ptr<Method>> method = loaded->LoadMethod(name, options.load);
     const double load_us = MicrosSince(load_start);
     if (!method.ok()) return Fail(err, method.status());
-    absl::StatusOr<BenchFigures> f = Measure(options, rt, **method, load_us, err);
+    trace.AddLoad(**method);
+    absl::StatusOr<BenchFigures> f = Measure(options, rt, **method, load_us, trace, err);
     if (!f.ok()) return Fail(err, f.status());
     figures.push_back(*std::move(f));
     methods.push_back(*std::move(method));
   }
   const bool agree =
       std::all_of(figures.begin(), figures.end(), [](const BenchFigures& f) { return f.agree; });
+  if (!options.trace_path.empty()) {
+    if (absl::Status s = WriteTrace(options, trace, err); !s.ok()) return Fail(err, s);
+  }
   const std::string replicas = JsonDeviceBytes(loaded->replica_bytes());
   const std::string states = JsonDeviceBytes(loaded->shared_state_bytes());
   if (options.json && names.size() == 1) {

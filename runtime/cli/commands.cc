@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "ferry/base/status_macros.h"
 #include "ferry/base/text.h"
 #include "ferry/loader/program.h"
 #include "ferry/runtime/cli/internal.h"
@@ -78,6 +79,17 @@ std::string JsonString(absl::string_view text) {
 std::string JsonNumber(double v, int digits) {
   if (!std::isfinite(v)) return "null";
   return absl::StrFormat("%.*g", digits, v);
+}
+
+absl::Status WriteTrace(const Options& options, const TraceRecorder& trace, std::FILE* err) {
+  FERRY_RETURN_IF_ERROR(trace.WriteFile(options.trace_path));
+  absl::FPrintF(err,
+                "ferry: trace: %s, %d events%s (open in ui.perfetto.dev or chrome://tracing)\n",
+                options.trace_path, trace.num_events(),
+                trace.calls_left_out() > 0
+                    ? absl::StrFormat("; %d calls left out (event limit)", trace.calls_left_out())
+                    : "");
+  return absl::OkStatus();
 }
 
 int RunCommand(const Options& options, std::FILE* out, std::FILE* err) {

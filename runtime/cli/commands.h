@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ferry/runtime/runtime.h"
+#include "ferry/runtime/trace.h"
 #include "ferry/runtime/verify.h"
 
 namespace ferry::cli {
@@ -40,7 +41,9 @@ struct Options {
   bool dot = false;
   bool audit = false;  // plan --audit: where the exporter's placement differs from Ferry's
   bool json = false;
-  VerifyTolerance tolerance;                          // verify --rtol, --atol
+  VerifyTolerance tolerance;  // verify --rtol, --atol
+  std::string trace_path;     // --trace FILE (run, bench): a Chrome trace of the load and calls
+  bool profile = false;       // bench --profile: time per node and copy
   std::map<std::string, std::vector<double>> inputs;  // given input values by name
   // `run --tokens N`: N tokens of greedy generation with the program's "prefill" method and the
   // decode method (--method; default "decode"); 0: a plain run.

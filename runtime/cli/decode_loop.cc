@@ -209,12 +209,16 @@ int RunTokens(const Options& options, const Runtime& rt, const Program& program,
                          prompt_length, decode.cache_rows - prompt_length)));
   }
 
+  TraceRecorder trace;
+  if (prefill.has_value()) trace.AddLoad(*prefill->method);
+  trace.AddLoad(*decode.method);
   // Prefill, then one decode call per token, each fed the argmax of the last logits.
   int64_t next = 11 % decode.vocab;
   double prefill_us = 0;
   if (prefill.has_value()) {
     auto start = Clock::now();
     if (absl::Status s = Step(rt, *prefill, prompt, 0); !s.ok()) return Fail(err, s);
+    trace.AddCall(*prefill->method);
     absl::StatusOr<int64_t> token = NextToken(rt, *prefill);
     if (!token.ok()) return Fail(err, token.status());
     prefill_us = MicrosSince(start);
@@ -232,6 +236,7 @@ int RunTokens(const Options& options, const Runtime& rt, const Program& program,
     if (absl::Status s = Step(rt, decode, {&next, 1}, prompt_length + t); !s.ok()) {
       return Fail(err, s);
     }
+    trace.AddCall(*decode.method);
     absl::StatusOr<int64_t> token = NextToken(rt, decode);
     if (!token.ok()) return Fail(err, token.status());
     step_us.push_back(MicrosSince(start));
@@ -242,6 +247,9 @@ int RunTokens(const Options& options, const Runtime& rt, const Program& program,
     }
   }
   const double loop_us = MicrosSince(loop_start);
+  if (!options.trace_path.empty()) {
+    if (absl::Status s = WriteTrace(options, trace, err); !s.ok()) return Fail(err, s);
+  }
   const DeviceCounters after = TotalCounters(rt, devices);
   const double n = options.tokens;
   const double copies = ((after.h2d_copies - before.h2d_copies) +

@@ -45,6 +45,8 @@ struct InputBuffers {
 // for the others (runtime/cli/run.cc).
 absl::Status FillInputs(const Options& options, const Runtime& rt, Method& method,
                         InputBuffers& buffers);
+// Writes `trace` to options.trace_path and says so on `err` ("ferry: trace: FILE, N events").
+absl::Status WriteTrace(const Options& options, const TraceRecorder& trace, std::FILE* err);
 // The placement's diagnostics, one line each, to `err`.
 void PrintDiagnostics(const Method& method, std::FILE* err);
 

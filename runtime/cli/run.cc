@@ -346,10 +346,20 @@ int RunMethod(const Options& options, const Runtime& rt, Method& method,
   }
   const int calls = std::max(options.calls, 1);
   std::vector<double> times;
+  TraceRecorder trace;
+  trace.AddLoad(method);
   for (int c = 0; c < calls; ++c) {
     auto start = Clock::now();
-    if (absl::Status s = method.Execute(); !s.ok()) return Fail(err, s);
+    absl::Status s = method.Execute();
     times.push_back(MicrosSince(start));
+    trace.AddCall(method);  // a failed call too: up to the step that failed
+    if (!s.ok()) {
+      if (!options.trace_path.empty()) WriteTrace(options, trace, err).IgnoreError();
+      return Fail(err, s);
+    }
+  }
+  if (!options.trace_path.empty()) {
+    if (absl::Status s = WriteTrace(options, trace, err); !s.ok()) return Fail(err, s);
   }
   const MethodPlan& plan = method.plan();
   if (options.json) return PrintOutputsJson(options, rt, method, times, out, err);

@@ -73,8 +73,8 @@ int Verify(const Options& options, Runtime& rt, const Program& program, std::FIL
     absl::FPrintF(out,
                   "{\"program\": %s, \"rtol\": %s, \"atol\": %s, \"cases\": [\n  %s\n], "
                   "\"summary\": {\"cases\": %d, \"passed\": %d, \"failed\": %d, \"errors\": %d}}\n",
-                  JsonString(options.program), JsonNumber(options.tolerance.rtol, 17),
-                  JsonNumber(options.tolerance.atol, 17), absl::StrJoin(cases, ",\n  "),
+                  JsonString(options.program), JsonNumber(options.tolerance.rtol, 9),
+                  JsonNumber(options.tolerance.atol, 9), absl::StrJoin(cases, ",\n  "),
                   results->size(), passed, failed, errors);
   } else {
     for (const CaseResult& r : *results) absl::FPrintF(out, "%s\n", FormatCaseResult(r));

@@ -3,6 +3,7 @@
 #define FERRY_RUNTIME_INTERNAL_METHOD_IMPL_H_
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,6 +44,13 @@ struct CopyExec {
 };
 
 absl::Status RunCopy(const CopyExec& c);
+
+// Nanoseconds on the host's steady clock: the clock of traces (TraceSpan).
+inline int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 struct Step {
   enum class Kind : uint8_t { kHost, kDelegate, kCopy, kSync };
@@ -120,6 +128,10 @@ class MethodImpl {
   // Output `index` when it is a non-tensor value of `kind` (any kind when nullopt).
   absl::StatusOr<const Scalar*> OutputValue(size_t index, std::optional<Scalar::Kind> kind) const;
   const void* buffer_data(int32_t buffer) const { return refs_[buffer].data; }
+  absl::Span<const TraceStep> trace_steps() const { return trace_steps_; }
+  absl::Span<const TraceSpan> last_trace() const {
+    return absl::MakeConstSpan(trace_spans_.data(), traced_steps_);
+  }
 
  private:
   friend class MethodLoader;
@@ -130,6 +142,9 @@ class MethodImpl {
   // names both.
   absl::Status CheckCallerMemory() const;
   absl::Status StepError(const Step& step, const absl::Status& status) const;
+  // Execute's steps, timing each into trace_spans_ when kTrace.
+  template <bool kTrace>
+  absl::Status RunSteps();
   enum class Io { kInput, kOutput };
   // "method \"m\": input 1 (\"n\")": the caller's element, for errors.
   std::string IoLabel(Io io, size_t index) const;
@@ -164,6 +179,11 @@ class MethodImpl {
   std::vector<TensorRef*> delegate_refs_;
   LargeTable<Step> steps_;
   std::vector<Step> final_syncs_;
+
+  // LoadOptions::record_trace: one entry per step and final synchronization, sized at load.
+  std::vector<TraceStep> trace_steps_;
+  std::vector<TraceSpan> trace_spans_;
+  size_t traced_steps_ = 0;  // steps the last Execute ran
 
   std::vector<bool> input_set_;
   std::vector<CallerRange> input_ranges_;   // per input

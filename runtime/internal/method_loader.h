@@ -132,6 +132,9 @@ class MethodLoader {
   void BuildSteps();
   // 11. Inputs' and outputs' names, shapes and devices, for the caller.
   void DescribeIo();
+  // With LoadOptions::record_trace: what each step is (Method::trace_steps), and the spans a
+  // call fills, sized once here.
+  void RecordTraceSteps();
 
   const Runtime& rt_;
   const MethodDef& m_;

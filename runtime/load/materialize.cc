@@ -71,7 +71,18 @@ absl::Status MethodLoader::Materialize() {
     const int32_t src = p.copies[i].src_buffer;
     const bool droppable = m_.mapping != nullptr &&
                            p.buffers[src].kind == BufferKind::kProgramData && !read_per_call[src];
+    const int64_t start = options_.record_trace ? NowNs() : 0;
     absl::Status s = RunLoadCopy(impl_.copies_[i], droppable ? m_.mapping : nullptr);
+    if (options_.record_trace) {
+      const CopyStep& c = p.copies[i];
+      LoadEvent e;
+      e.name = absl::StrCat("copy ", CopyDirectionName(c.direction), " \"", m_.values[c.value].name,
+                            "\"");
+      e.span = {start, NowNs()};
+      e.device = c.direction == CopyDirection::kDeviceToHost ? c.src_device : c.dst_device;
+      e.copy = i;
+      impl_.plan_.load_events.push_back(std::move(e));
+    }
     if (!s.ok()) {
       return absl::Status(s.code(), absl::StrCat(mctx_, ": load-time copy ", i, " (",
                                                  p.copies[i].reason, "): ", s.message()));

@@ -237,5 +237,21 @@ TEST(ParseArgsTest, TokensTakesTheDecodeLoopExampleAndRefusesCallsAndInputs) {
   EXPECT_THAT(p.err, HasSubstr("--tokens does not apply to bench"));
 }
 
+TEST(ParseArgsTest, TraceAndProfileTurnOnRecording) {
+  Parsed p = Parse({"run", "--trace", "t.json"});
+  ASSERT_EQ(p.code, -1) << p.err;
+  EXPECT_EQ(p.options.trace_path, "t.json");
+  EXPECT_TRUE(p.options.load.record_trace);
+  p = Parse({"bench", "--profile"});
+  ASSERT_EQ(p.code, -1) << p.err;
+  EXPECT_TRUE(p.options.profile);
+  EXPECT_TRUE(p.options.load.record_trace);
+  p = Parse({"run"});
+  EXPECT_FALSE(p.options.load.record_trace);  // off unless asked for
+  EXPECT_EQ(Parse({"run", "--profile"}).code, kExitUsage);
+  EXPECT_EQ(Parse({"plan", "--trace", "t.json"}).code, kExitUsage);
+  EXPECT_EQ(Parse({"run", "--trace"}).code, kExitUsage);  // needs FILE
+}
+
 }  // namespace
 }  // namespace ferry::cli

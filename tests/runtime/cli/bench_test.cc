@@ -136,5 +136,32 @@ TEST(CliBenchTest, AProgramWithSeveralMethodsIsMeasuredMethodByMethodWithItsMemo
   std::remove(path.c_str());
 }
 
+// --profile: every step of the measured calls, by total time, in the table and in JSON.
+TEST_F(CliTest, BenchProfileListsEveryStepOncePerCall) {
+  Options o = Base("bench");
+  o.profile = true;
+  o.load.record_trace = true;  // as ParseArgs sets it with --profile
+  testing::CliResult r = testing::RunCli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("profile: 20 calls"));
+  EXPECT_THAT(r.out, HasSubstr("node 1 (attention)"));
+  EXPECT_THAT(r.out, HasSubstr("copy 9 d2h \"attention\""));
+  o.json = true;
+  r = testing::RunCli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string where;
+  ASSERT_TRUE(testing::IsValidJson(r.out, &where)) << where << r.out;
+  // 10 nodes, 4 per-call copies and 1 synchronization, each counted once per measured call.
+  size_t rows = 0;
+  for (size_t at = 0; (at = r.out.find("\"count\": 20,", at)) != std::string::npos; ++at) ++rows;
+  EXPECT_EQ(rows, 15u);
+  EXPECT_THAT(r.out, HasSubstr("\"profile\": {\"calls\": 20"));
+  // Without --profile, no profile.
+  o.profile = false;
+  o.load.record_trace = false;
+  r = testing::RunCli(o);
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\"profile\"")));
+}
+
 }  // namespace
 }  // namespace ferry::cli

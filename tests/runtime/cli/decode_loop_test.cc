@@ -14,8 +14,10 @@
 #include "gtest/gtest.h"
 #include "tests/runtime/cli/example_cli.h"
 #include "tests/testing/cli_run.h"
+#include "tests/testing/json_check.h"
 #include "tests/testing/reference_decoder.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/trace_json.h"
 
 namespace ferry::cli {
 namespace {
@@ -108,6 +110,28 @@ TEST_F(CliTokensTest, RefusesMoreTokensThanTheCacheHoldsAndMethodsOffTheConventi
   EXPECT_EQ(r.code, kExitError);
   EXPECT_THAT(r.err, HasSubstr("--tokens: method \"forward\" has input \"x\"; a decode loop needs"));
   std::remove(block.c_str());
+}
+
+// --trace with --tokens: prefill once, then one decode call per token, each in its method's
+// process, beside both loads.
+TEST_F(CliTokensTest, TraceHasPrefillAndEveryTokensCall) {
+  Options o = TokensOptions(4);
+  o.trace_path = path_ + ".trace.json";
+  o.load.record_trace = true;
+  Result r = RunCli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::FILE* f = std::fopen(o.trace_path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::string json;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) json.append(buf, n);
+  std::fclose(f);
+  std::remove(o.trace_path.c_str());
+  std::string where;
+  ASSERT_TRUE(::ferry::testing::IsValidJson(json, &where)) << where;
+  EXPECT_EQ((::ferry::testing::CountTraceEvents(json)[{"call", "calls"}]), 1 + 4);
+  EXPECT_THAT(json, HasSubstr("\"name\": \"method \\\"prefill\\\"\""));
+  EXPECT_THAT(json, HasSubstr("\"name\": \"method \\\"decode\\\"\""));
 }
 
 }  // namespace

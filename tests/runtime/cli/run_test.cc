@@ -11,6 +11,7 @@
 #include "tests/runtime/cli/example_cli.h"
 #include "tests/testing/cli_run.h"
 #include "tests/testing/json_check.h"
+#include "tests/testing/trace_json.h"
 
 namespace ferry::cli {
 namespace {
@@ -160,6 +161,38 @@ TEST_F(ScalarCliTest, PlanListsScalarInputsAndOutputs) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("n                int                  traced as 3\n"));
   EXPECT_THAT(r.out, HasSubstr("n                int                  = 3\n"));
+}
+
+// --trace: the load and every call, each step once per call on its device's lane.
+TEST_F(CliTest, RunTraceWritesEveryCallsSteps) {
+  Options o = Base("run");
+  o.calls = 3;
+  o.trace_path = TempPath("run_trace.json");
+  o.load.record_trace = true;  // as ParseArgs sets it with --trace
+  Result r = RunCli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ferry: trace: " + o.trace_path));
+  std::FILE* f = std::fopen(o.trace_path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::string json;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) json.append(buf, n);
+  std::fclose(f);
+  std::remove(o.trace_path.c_str());
+  std::string where;
+  ASSERT_TRUE(::ferry::testing::IsValidJson(json, &where)) << where;
+  auto counts = ::ferry::testing::CountTraceEvents(json);
+  // The example: 9 host nodes and the attention delegate on cuda:0, with 4 copies a call.
+  EXPECT_EQ((counts[{"call", "calls"}]), 3);
+  EXPECT_EQ((counts[{"node", "host"}]), 3 * 9);
+  EXPECT_EQ((counts[{"delegate", "cuda:0 (as sim:0)"}]), 3);
+  EXPECT_EQ((counts[{"copy", "cuda:0 (as sim:0)"}]), 3 * 4);
+  EXPECT_EQ((counts[{"load phase", "load"}]), 13);
+  // A file that cannot be written is an error naming it.
+  o.trace_path = "/nonexistent-folder/trace.json";
+  r = RunCli(o);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent-folder/trace.json"));
 }
 
 }  // namespace

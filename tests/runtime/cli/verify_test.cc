@@ -14,6 +14,7 @@
 #include "tests/testing/bundled_sample.h"
 #include "tests/testing/cli_run.h"
 #include "tests/testing/json_check.h"
+#include "tests/testing/trace_json.h"
 
 namespace ferry::cli {
 namespace {
@@ -184,6 +185,30 @@ TEST_F(VerifyCliTest, TheCommandLineParses) {
   EXPECT_TRUE(parsed.json);
   EXPECT_EQ(parsed.command, "verify");
   std::fclose(sink);
+}
+
+// A .pte (here inside a bundle) traces like a Ferry program: its two add nodes once per call.
+TEST_F(VerifyCliTest, RunTracesAnExecuTorchProgram) {
+  Options o = Verify(Write({{"forward", {RightForward()}}}));
+  o.command = "run";
+  o.calls = 2;
+  o.trace_path = path_ + ".json";
+  o.load.record_trace = true;
+  testing::CliResult r = RunCli(o);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  std::FILE* f = std::fopen(o.trace_path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::string json;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) json.append(buf, n);
+  std::fclose(f);
+  std::remove(o.trace_path.c_str());
+  std::string where;
+  ASSERT_TRUE(testing::IsValidJson(json, &where)) << where;
+  auto counts = testing::CountTraceEvents(json);
+  EXPECT_EQ((counts[{"node", "host"}]), 2 * 2);
+  EXPECT_EQ((counts[{"call", "calls"}]), 2);
+  EXPECT_THAT(json, HasSubstr("\"op\": \"add\""));
 }
 
 }  // namespace
