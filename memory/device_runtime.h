@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -91,6 +92,21 @@ struct StridedLayout {
   const int64_t* sizes = nullptr;
   const int64_t* strides = nullptr;
   size_t element_size = 0;
+};
+
+// Timing markers in a device's own order, for traces (LoadOptions::record_trace): Record(i) is
+// a point after all work issued to the device so far, taken without waiting; once the device
+// has been synchronized, ElapsedNs gives the device's time between two recorded markers. Made
+// at load (DeviceRuntime::CreateTimer), so recording allocates nothing. Used by one thread at
+// a time, like the device's stream.
+class DeviceTimer {
+ public:
+  virtual ~DeviceTimer() = default;
+  // InvalidArgument for a marker out of range.
+  virtual absl::Status Record(size_t marker) = 0;
+  // Nanoseconds from marker `from` to marker `to` on the device; Unavailable when either has not
+  // been reached yet or was never recorded.
+  virtual absl::StatusOr<int64_t> ElapsedNs(size_t from, size_t to) = 0;
 };
 
 class DeviceRuntime {
@@ -171,6 +187,13 @@ class DeviceRuntime {
   // The device's native stream (a cudaStream_t for CUDA devices), for backends that launch their
   // own kernels on it; nullptr for devices without one.
   virtual void* native_stream() const { return nullptr; }
+
+  // A timer of `markers` markers for device-side times in traces, or nullptr for a device that
+  // runs its work in the host's order (the host, sim devices, and the default), whose steps a
+  // trace times with the host's clock.
+  virtual absl::StatusOr<std::unique_ptr<DeviceTimer>> CreateTimer(size_t /*markers*/) {
+    return std::unique_ptr<DeviceTimer>();
+  }
 
   virtual DeviceCounters counters() const = 0;
   virtual void ResetCounters() = 0;

@@ -125,15 +125,45 @@ absl::Status MethodImpl::StepError(const Step& step, const absl::Status& status)
                                                   status.message()));
 }
 
+void MethodImpl::ResolveDeviceTimes() {
+  for (size_t i = 0; i < traced_steps_; ++i) {
+    if (step_clock_[i] < 0) continue;
+    DeviceClock& clock = device_clocks_[step_clock_[i]];
+    if (!clock.anchored) continue;
+    absl::StatusOr<int64_t> begin = clock.timer->ElapsedNs(0, step_marker_[i]);
+    absl::StatusOr<int64_t> end = clock.timer->ElapsedNs(0, step_marker_[i] + 1);
+    if (!begin.ok() || !end.ok()) continue;  // not reached: the host's times stay
+    trace_spans_[i] = {clock.anchor_ns + *begin, clock.anchor_ns + *end, true};
+  }
+}
+
 template <bool kTrace>
 absl::Status MethodImpl::RunSteps() {
-  if constexpr (kTrace) traced_steps_ = 0;
+  if constexpr (kTrace) {
+    traced_steps_ = 0;
+    for (DeviceClock& clock : device_clocks_) {
+      clock.anchor_ns = NowNs();
+      clock.anchored = clock.timer->Record(0).ok();
+    }
+  }
+  // Device times are read once the call is over (its final synchronizations done).
+  struct Resolve {
+    MethodImpl* impl;
+    ~Resolve() {
+      if (kTrace && !impl->device_clocks_.empty()) impl->ResolveDeviceTimes();
+    }
+  } resolve{this};
   const LargeTable<HostStep>& host_steps = host_tables_.steps();
   const size_t num_steps = steps_.size();
   for (size_t i = 0; i < num_steps; ++i) {
     const Step& step = steps_[i];
     [[maybe_unused]] int64_t start = 0;
-    if constexpr (kTrace) start = NowNs();
+    if constexpr (kTrace) {
+      if (step_clock_[i] >= 0) {
+        device_clocks_[step_clock_[i]].timer->Record(step_marker_[i]).IgnoreError();
+      }
+      start = NowNs();
+    }
     absl::Status s;
     switch (step.kind) {
       case Step::Kind::kHost:
@@ -162,6 +192,9 @@ absl::Status MethodImpl::RunSteps() {
     if constexpr (kTrace) {
       trace_spans_[i] = {start, NowNs()};
       traced_steps_ = i + 1;
+      if (step_clock_[i] >= 0) {
+        device_clocks_[step_clock_[i]].timer->Record(step_marker_[i] + 1).IgnoreError();
+      }
     }
     if (!s.ok()) {
       // Leave no device work referring to caller memory behind.

@@ -87,6 +87,9 @@ struct IoInfo {
 struct TraceSpan {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  // Timed on its device (a copy or delegate call on a device with timers, CUDA's events): the
+  // device's times, placed on the host's clock at the call's start. Otherwise the host's call.
+  bool device_clock = false;
 };
 
 // A step of a call, in the order Execute runs them.
@@ -185,7 +188,8 @@ class Method {
   // the steps the last Execute ran, one per step from the first (fewer when it failed at a
   // step: up to and including that one). Both empty without record_trace. The spans are
   // preallocated at load and overwritten by each Execute; recording costs two clock reads per
-  // step, and nothing when off (Execute then runs the same loop as without this option).
+  // step (and two device timer records per step on a device with timers, read after the
+  // call), and nothing when off (Execute then runs the same loop as without this option).
   absl::Span<const TraceStep> trace_steps() const;
   absl::Span<const TraceSpan> last_trace() const;
 

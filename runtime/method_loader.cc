@@ -31,6 +31,7 @@
 // destroys on error.
 #include "ferry/runtime/internal/method_loader.h"
 
+#include <algorithm>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -124,6 +125,36 @@ void MethodLoader::RecordTraceSteps() {
   }
   for (const Step& s : impl_.final_syncs_) impl_.trace_steps_.push_back(describe(s));
   impl_.trace_spans_.assign(impl_.trace_steps_.size(), TraceSpan{});
+
+  // Device timers for the copies and delegate calls on devices that have them: marker 0 for the
+  // call's start, then two per step.
+  const size_t n = impl_.trace_steps_.size();
+  impl_.step_clock_.assign(n, -1);
+  impl_.step_marker_.assign(n, 0);
+  std::vector<std::pair<Device, uint32_t>> markers;  // device, markers so far (with marker 0)
+  for (size_t i = 0; i < impl_.steps_.size(); ++i) {
+    const TraceStep& t = impl_.trace_steps_[i];
+    if (t.kind == TraceStep::Kind::kSync || t.device.is_host()) continue;
+    auto it = std::find_if(markers.begin(), markers.end(),
+                           [&](const auto& m) { return m.first == t.device; });
+    if (it == markers.end()) it = markers.insert(markers.end(), {t.device, 1});
+    impl_.step_clock_[i] = static_cast<int32_t>(it - markers.begin());
+    impl_.step_marker_[i] = it->second;
+    it->second += 2;
+  }
+  std::vector<int32_t> clock_of(markers.size(), -1);
+  for (size_t d = 0; d < markers.size(); ++d) {
+    DeviceRuntime* runtime = rt_.devices().Find(markers[d].first);
+    if (runtime == nullptr) continue;
+    absl::StatusOr<std::unique_ptr<DeviceTimer>> timer = runtime->CreateTimer(markers[d].second);
+    // No timer (a device in the host's order, or one that could not make one): host times.
+    if (!timer.ok() || *timer == nullptr) continue;
+    clock_of[d] = static_cast<int32_t>(impl_.device_clocks_.size());
+    impl_.device_clocks_.push_back({*std::move(timer)});
+  }
+  for (int32_t& c : impl_.step_clock_) {
+    if (c >= 0) c = clock_of[c];
+  }
 }
 
 absl::StatusOr<std::unique_ptr<MethodImpl>> MethodImpl::Load(const Runtime& rt, const MethodDef& m,

@@ -9,26 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ferry/base/text.h"
 
 namespace ferry {
 namespace {
 
-// A JSON string: quotes, backslashes and control characters escaped.
-std::string Json(absl::string_view text) {
-  std::string s = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      s.push_back('\\');
-      s.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&s, "\\u%04x", static_cast<unsigned char>(c));
-    } else {
-      s.push_back(c);
-    }
-  }
-  s.push_back('"');
-  return s;
-}
+std::string Json(absl::string_view text) { return JsonQuoted(text); }
 
 // The device as the plan declares it ("cuda:0 (as sim:0)" when mapped), else its name.
 std::string DeviceLabel(const Method& method, const Device& device) {
@@ -131,6 +117,10 @@ void TraceRecorder::AddCall(const Method& method) {
   call.category = "call";
   call.start_ns = spans.front().start_ns;
   call.end_ns = spans.back().end_ns;
+  for (const TraceSpan& span : spans) {  // device-timed steps may lie outside the host's span
+    call.start_ns = std::min(call.start_ns, span.start_ns);
+    call.end_ns = std::max(call.end_ns, span.end_ns);
+  }
   call.args = absl::StrCat("\"call\": ", process.calls, ", \"steps\": ", spans.size());
   events_.push_back(std::move(call));
   for (size_t i = 0; i < spans.size(); ++i) {
@@ -151,7 +141,8 @@ void TraceRecorder::AddCall(const Method& method) {
                        node.kind == NodeKind::kDelegate ? "\"backend\": " : "\"op\": ",
                        Json(node.kind == NodeKind::kDelegate ? node.delegate().backend : node.op));
     }
-    absl::StrAppend(&event.args, event.args.empty() ? "" : ", ", "\"call\": ", process.calls);
+    absl::StrAppend(&event.args, event.args.empty() ? "" : ", ", "\"call\": ", process.calls,
+                    ", \"clock\": \"", spans[i].device_clock ? "device" : "host", "\"");
     events_.push_back(std::move(event));
   }
   ++process.calls;
@@ -194,8 +185,10 @@ std::string TraceRecorder::ToJson() const {
   absl::StrAppend(
       &out,
       "\n], \"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": \"ferry\", \"clock\": "
-      "\"host steady clock; a device step spans the host's call (an asynchronous copy or "
-      "kernel shows its launch, a synchronization its wait)\", \"events\": ",
+      "\"host steady clock; a copy or delegate call on a device with timers (CUDA events; args "
+      "clock: device) is timed on the device, placed on the host clock at its call's start; "
+      "other device steps span the host's call (an asynchronous copy or kernel shows its "
+      "launch, a synchronization its wait)\", \"events\": ",
       events_.size(), ", \"truncated\": ", calls_left_out_ > 0 ? "true" : "false",
       ", \"calls_left_out\": ", calls_left_out_, "}}\n");
   return out;

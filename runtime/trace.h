@@ -17,9 +17,11 @@
 // node index, op or backend), per copy (name: direction and value, e.g. "h2d \"x\""; args:
 // value, bytes, source and destination devices, timing, reason) and per synchronization. A copy
 // is on the lane of its device side (the destination of h2d and d2d, the source of d2h).
-// Times are the host's steady clock: for a device a step's span is from the host's call to its
-// return, so an asynchronous copy or kernel shows its launch and a synchronization the wait
-// (otherData.clock says so).
+// Times are the host's steady clock. A copy or delegate call on a device with timers (CUDA's
+// events, DeviceRuntime::CreateTimer) is timed on the device and placed on the host's clock at
+// its call's start (args "clock": "device"); on other devices a step's span is from the host's
+// call to its return, so an asynchronous copy or kernel shows its launch and a synchronization
+// the wait (otherData.clock says so).
 //
 // Memory: events are kept until written; AddCall stops adding once `max_events` are held
 // (otherData.truncated then says how many calls were left out).

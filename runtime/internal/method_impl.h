@@ -184,6 +184,18 @@ class MethodImpl {
   std::vector<TraceStep> trace_steps_;
   std::vector<TraceSpan> trace_spans_;
   size_t traced_steps_ = 0;  // steps the last Execute ran
+  // Device timers (DeviceRuntime::CreateTimer): marker 0 is recorded at a call's start (with
+  // the host's time then), a device step's markers around it.
+  struct DeviceClock {
+    std::unique_ptr<DeviceTimer> timer;
+    int64_t anchor_ns = 0;  // host time of marker 0 in this call
+    bool anchored = false;
+  };
+  std::vector<DeviceClock> device_clocks_;
+  std::vector<int32_t> step_clock_;    // per trace step: index into device_clocks_, or -1
+  std::vector<uint32_t> step_marker_;  // per trace step with a clock: its first marker
+  // After a traced call: device-timed spans replace the host's where the timers have them.
+  void ResolveDeviceTimes();
 
   std::vector<bool> input_set_;
   std::vector<CallerRange> input_ranges_;   // per input

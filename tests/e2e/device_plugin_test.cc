@@ -14,6 +14,7 @@
 #include "ferry/memory/device_type.h"
 #include "ferry/memory/devices/sim/sim_device.h"
 #include "ferry/runtime/runtime.h"
+#include "ferry/runtime/trace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -26,9 +27,36 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // A runtime of another type that forwards to a guarded sim device.
+class TickTimer final : public DeviceTimer {
+ public:
+  explicit TickTimer(size_t markers) : at_(markers, -1) {}
+  absl::Status Record(size_t marker) override {
+    if (marker >= at_.size()) return absl::InvalidArgumentError("marker out of range");
+    at_[marker] = 1000 * ++ticks_;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> ElapsedNs(size_t from, size_t to) override {
+    if (from >= at_.size() || to >= at_.size() || at_[from] < 0 || at_[to] < 0) {
+      return absl::UnavailableError("not recorded");
+    }
+    return at_[to] - at_[from];
+  }
+
+ private:
+  std::vector<int64_t> at_;
+  int64_t ticks_ = 0;
+};
+
 class ForwardingRuntime final : public DeviceRuntime {
  public:
-  explicit ForwardingRuntime(Device device) : device_(device), inner_(device.index) {}
+  explicit ForwardingRuntime(Device device, bool timed = false)
+      : device_(device), inner_(device.index), timed_(timed) {}
+  // With `timed`, a timer whose device clock advances exactly 1 us per marker recorded, in the
+  // order they are recorded: what a trace shows of the device is then known to the nanosecond.
+  absl::StatusOr<std::unique_ptr<DeviceTimer>> CreateTimer(size_t markers) override {
+    if (!timed_) return std::unique_ptr<DeviceTimer>();
+    return std::unique_ptr<DeviceTimer>(new TickTimer(markers));
+  }
   Device device() const override { return device_; }
   absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) override {
     return inner_.Allocate(bytes, alignment);
@@ -64,16 +92,17 @@ class ForwardingRuntime final : public DeviceRuntime {
  private:
   Device device_;
   SimDevice inner_;
+  bool timed_ = false;
 };
 
 // Registered once per process (types are never removed).
-DeviceType TestType(const std::string& name, bool host_kernels) {
+DeviceType TestType(const std::string& name, bool host_kernels, bool timed = false) {
   DeviceTypeInfo info;
   info.name = name;
   info.host_kernels_run_on_memory = host_kernels;
-  info.discover = [name](DeviceRegistry& registry, const DeviceRegistryOptions&) {
+  info.discover = [name, timed](DeviceRegistry& registry, const DeviceRegistryOptions&) {
     const DeviceType type = FindDeviceTypeByName(name)->type;
-    registry.Add(std::make_unique<ForwardingRuntime>(Device{type, 0})).IgnoreError();
+    registry.Add(std::make_unique<ForwardingRuntime>(Device{type, 0}, timed)).IgnoreError();
   };
   absl::StatusOr<DeviceType> type = RegisterDeviceType(std::move(info));
   EXPECT_TRUE(type.ok()) << type.status();
@@ -121,6 +150,46 @@ TEST(DevicePlugin, AnApplicationDeviceTypeRunsTheGraphBackend) {
   ASSERT_EQ(out.device(), Device::Host());
   for (int i = 0; i < 4; ++i) EXPECT_EQ(out.data_as<float>()[i], a[i] + b[i]) << i;
   EXPECT_EQ(rt.devices().Find(parsed)->counters().h2d_copies, 2u);
+}
+
+// A device with timers: a trace times its copies and delegate calls on the device's clock (here
+// one tick of 1 us per marker), placed on the host's clock at the call's start; host steps keep
+// the host's.
+TEST(DevicePlugin, ATraceTimesADevicesStepsWithItsTimer) {
+  static const DeviceType type = TestType("timeddev", /*host_kernels=*/true, /*timed=*/true);
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program,
+                       Program::FromBytes(AddProgram("timeddev:0")));
+  LoadOptions options;
+  options.record_trace = true;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward", options));
+  std::vector<float> a = {1, 2, 3, 4}, b = {0.5f, -2, 10, 100};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, a.data())));
+  ASSERT_OK(method->SetInput(1, TensorView::Host(DType::kFloat32, {4}, b.data())));
+  for (int call = 0; call < 2; ++call) {  // the timer is re-anchored every call
+    ASSERT_OK(method->Execute());
+    const absl::Span<const TraceStep> steps = method->trace_steps();
+    const absl::Span<const TraceSpan> spans = method->last_trace();
+    ASSERT_EQ(spans.size(), steps.size());
+    // Two copies in, the delegate, the copy out: marker 0 at tick 1, then each step from tick
+    // 2k + 2 to 2k + 3, 1 us long, 1 us after the previous one.
+    int device_steps = 0;
+    int64_t previous_end = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const bool on_device =
+          steps[i].device == Device{type, 0} && steps[i].kind != TraceStep::Kind::kSync;
+      EXPECT_EQ(spans[i].device_clock, on_device) << i;
+      if (!on_device) continue;
+      EXPECT_EQ(spans[i].end_ns - spans[i].start_ns, 1000) << i;
+      if (device_steps > 0) EXPECT_EQ(spans[i].start_ns - previous_end, 1000) << i;
+      previous_end = spans[i].end_ns;
+      ++device_steps;
+    }
+    EXPECT_EQ(device_steps, 4);
+  }
+  TraceRecorder trace;
+  trace.AddCall(*method);
+  EXPECT_THAT(trace.ToJson(), HasSubstr("\"clock\": \"device\""));
 }
 
 TEST(DevicePlugin, ATypeWithoutKernelsForTheGraphBackendIsRefusedAtLoad) {

@@ -27,7 +27,63 @@ absl::Status CreateEvent(void** event) {
   return absl::OkStatus();
 }
 
+// Timing events on one device's stream.
+class CudaTimer : public DeviceTimer {
+ public:
+  CudaTimer(int32_t index, cudaStream_t stream) : index_(index), stream_(stream) {}
+  ~CudaTimer() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  absl::Status Create(size_t markers) {
+    FERRY_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+    events_.reserve(markers);
+    for (size_t i = 0; i < markers; ++i) {
+      cudaEvent_t e = nullptr;
+      FERRY_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+    recorded_.assign(markers, false);
+    return absl::OkStatus();
+  }
+  absl::Status Record(size_t marker) override {
+    if (marker >= events_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("timer marker ", marker, " of ", events_.size()));
+    }
+    FERRY_CUDA_RETURN_IF_ERROR(cudaSetDevice(index_));
+    FERRY_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[marker], stream_));
+    recorded_[marker] = true;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> ElapsedNs(size_t from, size_t to) override {
+    if (from >= events_.size() || to >= events_.size() || !recorded_[from] || !recorded_[to]) {
+      return absl::UnavailableError("timer marker not recorded");
+    }
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, events_[from], events_[to]) != cudaSuccess) {
+      return absl::UnavailableError("timer marker not reached");
+    }
+    return static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+  }
+
+ private:
+  int32_t index_;
+  cudaStream_t stream_;
+  std::vector<cudaEvent_t> events_;
+  std::vector<bool> recorded_;
+};
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceTimer>> CudaDevice::CreateTimer(size_t markers) {
+  auto timer = std::make_unique<CudaTimer>(index_, AsStream(h_.stream));
+  absl::Status s = timer->Create(markers);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(device().ToString(), ": creating ", markers,
+                                               " timing events: ", s.message()));
+  }
+  return std::unique_ptr<DeviceTimer>(std::move(timer));
+}
 
 absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Open(int32_t index, int copy_threads) {
   FERRY_CUDA_RETURN_IF_ERROR(cudaSetDevice(index));

@@ -94,6 +94,9 @@ class CudaDevice : public DeviceRuntime {
   void ResetCounters() override;
 
   void* native_stream() const override { return h_.stream; }
+  // Timing events (cudaEventCreate with timing), recorded on the stream; ElapsedNs from
+  // cudaEventElapsedTime (about half a microsecond of resolution).
+  absl::StatusOr<std::unique_ptr<DeviceTimer>> CreateTimer(size_t markers) override;
   // Page-locked host memory (cudaHostAlloc): copies from and to it go straight to the DMA engine.
   absl::StatusOr<void*> AllocatePinnedHost(size_t bytes) override;
   void FreePinnedHost(void* ptr) override;
