@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace ferry {
 namespace {
@@ -89,6 +90,22 @@ std::string SanitizeName(absl::string_view name) {
 
 std::string EscapeControls(absl::string_view text) {
   return Escape(text, text.size(), /*quotes=*/false);
+}
+
+std::string JsonQuoted(absl::string_view text) {
+  std::string s = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      s.push_back('\\');
+      s.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&s, "\\u%04x", static_cast<unsigned char>(c));
+    } else {
+      s.push_back(c);
+    }
+  }
+  s.push_back('"');
+  return s;
 }
 
 }  // namespace ferry

@@ -67,6 +67,10 @@ inline void AssignName(absl::string_view name, std::string* out) {
 // above, but quotes and backslashes kept and nothing cut.
 std::string EscapeControls(absl::string_view text);
 
+// `text` as a JSON string: in double quotes, with quotes, backslashes and control characters
+// escaped (\uXXXX); other bytes as they are.
+std::string JsonQuoted(absl::string_view text);
+
 }  // namespace ferry
 
 #endif  // FERRY_BASE_TEXT_H_

@@ -58,21 +58,7 @@ std::string DeviceBytes(const std::vector<std::pair<Device, size_t>>& per_device
 }
 
 // A JSON string: quotes, backslashes and control characters escaped.
-std::string JsonString(absl::string_view text) {
-  std::string s = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      s.push_back('\\');
-      s.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&s, "\\u%04x", static_cast<unsigned char>(c));
-    } else {
-      s.push_back(c);
-    }
-  }
-  s.push_back('"');
-  return s;
-}
+std::string JsonString(absl::string_view text) { return JsonQuoted(text); }
 
 // A JSON number with `digits` significant digits (9 read back as the same float32, 17 as the
 // same double); null for NaN and infinities, which JSON cannot write.

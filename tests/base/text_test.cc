@@ -91,5 +91,13 @@ TEST(EscapeControls, KeepsQuotesAndLengthEscapesTheRest) {
   EXPECT_EQ(EscapeControls(long_message), long_message);
 }
 
+TEST(JsonQuoted, EscapesQuotesBackslashesAndControlsOnly) {
+  EXPECT_EQ(JsonQuoted(""), "\"\"");
+  EXPECT_EQ(JsonQuoted("copy 2 h2d \"x\""), "\"copy 2 h2d \\\"x\\\"\"");
+  EXPECT_EQ(JsonQuoted("a\\b"), "\"a\\\\b\"");
+  EXPECT_EQ(JsonQuoted(std::string("n\x00\n\x1f", 4)), "\"n\\u0000\\u000a\\u001f\"");
+  EXPECT_EQ(JsonQuoted("caf\xc3\xa9 /"), "\"caf\xc3\xa9 /\"");  // UTF-8 and / as they are
+}
+
 }  // namespace
 }  // namespace ferry

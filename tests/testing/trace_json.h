@@ -4,11 +4,23 @@
 #ifndef FERRY_TESTS_TESTING_TRACE_JSON_H_
 #define FERRY_TESTS_TESTING_TRACE_JSON_H_
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
 
 namespace ferry::testing {
+
+// The whole file at `path` ("" when it cannot be read).
+inline std::string ReadTextFile(const std::string& path) {
+  std::string text;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
 
 inline std::map<std::pair<std::string, std::string>, int> CountTraceEvents(
     const std::string& json) {

@@ -9,7 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "bench/example/decoder_block.h"
+#include "ferry/loader/program.h"
 #include "ferry/runtime/cli/commands.h"
+#include "ferry/runtime/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/cli/example_cli.h"
@@ -120,18 +122,32 @@ TEST_F(CliTokensTest, TraceHasPrefillAndEveryTokensCall) {
   o.load.record_trace = true;
   Result r = RunCli(o);
   ASSERT_EQ(r.code, 0) << r.err;
-  std::FILE* f = std::fopen(o.trace_path.c_str(), "rb");
-  ASSERT_NE(f, nullptr);
-  std::string json;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) json.append(buf, n);
-  std::fclose(f);
+  const std::string json = ::ferry::testing::ReadTextFile(o.trace_path);
+  ASSERT_FALSE(json.empty()) << o.trace_path;
   std::remove(o.trace_path.c_str());
   std::string where;
   ASSERT_TRUE(::ferry::testing::IsValidJson(json, &where)) << where;
-  EXPECT_EQ((::ferry::testing::CountTraceEvents(json)[{"call", "calls"}]), 1 + 4);
+  auto counts = ::ferry::testing::CountTraceEvents(json);
+  EXPECT_EQ((counts[{"call", "calls"}]), 1 + 4);
   EXPECT_THAT(json, HasSubstr("\"name\": \"method \\\"prefill\\\"\""));
   EXPECT_THAT(json, HasSubstr("\"name\": \"method \\\"decode\\\"\""));
+  // Every node and per-call copy of prefill once, and of decode once per token, on its lane:
+  // the counts the two methods' plans give.
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::Load(path_));
+  std::unique_ptr<LoadedProgram> loaded = rt.LoadProgram(*program);
+  int host_nodes = 0, device_nodes = 0, copies = 0;
+  for (const auto& [name, calls] : {std::pair{"prefill", 1}, std::pair{"decode", 4}}) {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> m, loaded->LoadMethod(name));
+    for (const NodePlacement& n : m->plan().placement.nodes) {
+      (n.device.is_host() ? host_nodes : device_nodes) += calls;
+    }
+    copies += calls * m->plan().placement.per_call_copies();
+  }
+  EXPECT_GT(device_nodes, 0);
+  EXPECT_EQ((counts[{"node", "host"}]), host_nodes);
+  EXPECT_EQ((counts[{"delegate", "cuda:0 (as sim:0)"}]), device_nodes);
+  EXPECT_EQ((counts[{"copy", "cuda:0 (as sim:0)"}]), copies);
 }
 
 }  // namespace

@@ -172,12 +172,8 @@ TEST_F(CliTest, RunTraceWritesEveryCallsSteps) {
   Result r = RunCli(o);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("ferry: trace: " + o.trace_path));
-  std::FILE* f = std::fopen(o.trace_path.c_str(), "rb");
-  ASSERT_NE(f, nullptr);
-  std::string json;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) json.append(buf, n);
-  std::fclose(f);
+  const std::string json = ::ferry::testing::ReadTextFile(o.trace_path);
+  ASSERT_FALSE(json.empty()) << o.trace_path;
   std::remove(o.trace_path.c_str());
   std::string where;
   ASSERT_TRUE(::ferry::testing::IsValidJson(json, &where)) << where;

@@ -164,6 +164,16 @@ TEST_F(VerifyCliTest, RunAndPlanTakeABundleLikeItsProgram) {
   r = RunCli(o);
   EXPECT_EQ(r.code, kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("forward"));
+  // bench measures the program inside, like a .pte.
+  o.command = "bench";
+  o.method = "forward";
+  o.method_given = true;
+  o.calls = 5;
+  o.warmup = 1;
+  r = RunCli(o);
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("method \"forward\""));
+  EXPECT_THAT(r.out, HasSubstr("5 calls"));
 }
 
 TEST_F(VerifyCliTest, TheCommandLineParses) {
@@ -196,12 +206,8 @@ TEST_F(VerifyCliTest, RunTracesAnExecuTorchProgram) {
   o.load.record_trace = true;
   testing::CliResult r = RunCli(o);
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  std::FILE* f = std::fopen(o.trace_path.c_str(), "rb");
-  ASSERT_NE(f, nullptr);
-  std::string json;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) json.append(buf, n);
-  std::fclose(f);
+  const std::string json = ::ferry::testing::ReadTextFile(o.trace_path);
+  ASSERT_FALSE(json.empty()) << o.trace_path;
   std::remove(o.trace_path.c_str());
   std::string where;
   ASSERT_TRUE(testing::IsValidJson(json, &where)) << where;
