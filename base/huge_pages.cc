@@ -15,8 +15,8 @@ namespace {
 constexpr size_t kSmallPageBytes = 4096;
 
 // Whether the kernel gives transparent huge pages to mappings that ask for them: "always" or
-// "madvise" in the setting's brackets. Read once per process.
-bool KernelGivesHugePages() {
+// "madvise" in the setting's brackets. Read once per process (not at all in sanitizer builds).
+[[maybe_unused]] bool KernelGivesHugePages() {
   std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
   if (f == nullptr) return false;
   char line[128] = {};

@@ -181,7 +181,9 @@ TEST(DevicePlugin, ATraceTimesADevicesStepsWithItsTimer) {
       EXPECT_EQ(spans[i].device_clock, on_device) << i;
       if (!on_device) continue;
       EXPECT_EQ(spans[i].end_ns - spans[i].start_ns, 1000) << i;
-      if (device_steps > 0) EXPECT_EQ(spans[i].start_ns - previous_end, 1000) << i;
+      if (device_steps > 0) {
+        EXPECT_EQ(spans[i].start_ns - previous_end, 1000) << i;
+      }
       previous_end = spans[i].end_ns;
       ++device_steps;
     }

@@ -95,7 +95,9 @@ TEST(Trace, ACallRecordsEveryStepInOrder) {
   ASSERT_EQ(spans.size(), l->method->trace_steps().size());
   for (size_t i = 0; i < spans.size(); ++i) {
     EXPECT_LE(spans[i].start_ns, spans[i].end_ns) << i;
-    if (i > 0) EXPECT_LE(spans[i - 1].end_ns, spans[i].start_ns) << i;
+    if (i > 0) {
+      EXPECT_LE(spans[i - 1].end_ns, spans[i].start_ns) << i;
+    }
   }
   const int64_t first_end = spans.back().end_ns;
   ASSERT_OK(l->method->Execute());  // overwritten, later
@@ -235,7 +237,9 @@ TEST(StepProfile, EveryStepOnceACallSortedByTotal) {
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i].count, kCalls) << rows[i].name;
     EXPECT_NEAR(rows[i].mean_us * kCalls, rows[i].total_us, 1e-6);
-    if (i > 0) EXPECT_GE(rows[i - 1].total_us, rows[i].total_us);
+    if (i > 0) {
+      EXPECT_GE(rows[i - 1].total_us, rows[i].total_us);
+    }
     share += rows[i].share;
     copies += rows[i].kind == "copy";
   }
