@@ -282,8 +282,9 @@ absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromBundle(
                          ReadExecuTorchBundle(absl::MakeConstSpan(storage->data, storage->size)));
   const absl::Span<const uint8_t> inner = bundle.program;
   if (inner.size() < 8 || std::memcmp(inner.data() + 4, kExecuTorchFileIdentifier, 4) != 0) {
-    const absl::string_view id(reinterpret_cast<const char*>(inner.data()) + 4,
-                               inner.size() < 8 ? 0 : 4);
+    const absl::string_view id =
+        inner.size() < 8 ? absl::string_view()
+                         : absl::string_view(reinterpret_cast<const char*>(inner.data()) + 4, 4);
     return absl::InvalidArgumentError(absl::StrCat(
         "bundled program: the program inside (", inner.size(), " bytes at byte ",
         bundle.program_offset, ") is not an ExecuTorch program: its file identifier is \"",

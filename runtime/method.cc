@@ -150,7 +150,9 @@ absl::Status MethodImpl::RunSteps() {
   struct Resolve {
     MethodImpl* impl;
     ~Resolve() {
-      if (kTrace && !impl->device_clocks_.empty()) impl->ResolveDeviceTimes();
+      if constexpr (kTrace) {
+        if (!impl->device_clocks_.empty()) impl->ResolveDeviceTimes();
+      }
     }
   } resolve{this};
   const LargeTable<HostStep>& host_steps = host_tables_.steps();

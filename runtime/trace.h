@@ -23,6 +23,8 @@
 // call to its return, so an asynchronous copy or kernel shows its launch and a synchronization
 // the wait (otherData.clock says so).
 //
+// A method is known by its address: each Method added must outlive the recorder's (and a
+// StepProfile's) use.
 // Memory: events are kept until written; AddCall stops adding once `max_events` are held
 // (otherData.truncated then says how many calls were left out).
 // Thread safety: none; one recorder per thread.

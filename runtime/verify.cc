@@ -31,17 +31,13 @@ std::string KindName(const TestValue& v) {
   return v.is_tensor ? "a tensor" : WithArticle(v.scalar.kind);
 }
 
-// Element strides of a dense tensor whose memory order is `dim_order` (empty: row-major).
-std::vector<int64_t> DenseStrides(absl::Span<const int64_t> sizes,
-                                  absl::Span<const uint8_t> dim_order) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  int64_t stride = 1;
-  for (size_t k = sizes.size(); k-- > 0;) {
-    const size_t d = dim_order.empty() ? k : dim_order[k];
-    strides[d] = stride;
-    stride *= std::max<int64_t>(sizes[d], 1);
-  }
-  return strides;
+// A test tensor's layout: dense, in its dim order.
+TensorMeta MetaOf(const TestValue& v) {
+  TensorMeta meta;
+  meta.dtype = v.dtype;
+  meta.sizes.assign(v.sizes.begin(), v.sizes.end());
+  meta.dim_order.assign(v.dim_order.begin(), v.dim_order.end());
+  return meta;
 }
 
 // An integer or bool element as int64, exactly.
@@ -186,7 +182,7 @@ absl::Status CompareOutput(const Runtime& runtime, const Method& method, size_t 
     FERRY_RETURN_IF_ERROR(device->Synchronize());
     actual_base = staging.data();
   }
-  const std::vector<int64_t> expected_strides = DenseStrides(expected.sizes, expected.dim_order);
+  const std::vector<int64_t> expected_strides = MetaOf(expected).DenseStrides();
   const int64_t numel = view.numel();
   std::vector<int64_t> index(static_cast<size_t>(rank), 0);
   for (int64_t e = 0; e < numel; ++e) {
@@ -244,9 +240,7 @@ absl::Status BindTestInputs(const Runtime& runtime, Method& method, const TestCa
     std::vector<uint64_t>& host = buffers.host[i];
     host.resize((v.data.size() + 7) / 8);
     if (!v.data.empty()) std::memcpy(host.data(), v.data.data(), v.data.size());
-    TensorRef ref = TensorRef::Contiguous(v.dtype, v.sizes, host.data());
-    const std::vector<int64_t> strides = DenseStrides(v.sizes, v.dim_order);
-    std::copy(strides.begin(), strides.end(), ref.strides.begin());
+    TensorRef ref = MetaOf(v).ToRef(host.data());
     Device device = Device::Host();
     if (io.is_tensor() && !io.device.is_host()) {
       DeviceRuntime* runtime_device = runtime.devices().Find(io.device);

@@ -59,7 +59,7 @@ struct Mismatch {
 
 struct CaseResult {
   std::string method;
-  size_t case_index = 0;  // in its suite
+  size_t case_index = 0;  // in its suite (set by VerifyTestSuites; RunTestCase leaves 0)
   absl::Status status;    // why the case could not run; OK when it ran
   bool passed = false;    // it ran and every output matched
   // Over the float elements and doubles compared: the largest |actual - expected|, and the
