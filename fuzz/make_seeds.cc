@@ -5,7 +5,10 @@
 //   DIR/json.dict            the strings the loader looks for, plus the JSON form's keys
 //   DIR/bpte/NAME.bpte       with PTE_DIR: each PTE_DIR/NAME.pte bundled with one test case
 //                            (a float tensor, an int, a bool and a double), for ferry_fuzz_bpte
+//   DIR/xnnpack/NAME_N.xnn   with PTE_DIR: the payload of each XnnpackBackend delegate N of
+//                            PTE_DIR/NAME.pte, for ferry_fuzz_xnnpack
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,6 +19,8 @@
 #include "absl/types/span.h"
 #include "ferry/fuzz/seed_programs.h"
 #include "ferry/kernels/op_registry.h"
+#include "ferry/loader/executorch/pte_reader.h"
+#include "ferry/loader/executorch/xnnpack_reader.h"
 #include "ferry/loader/program.h"
 #include "flatbuffers/flatbuffers.h"
 #include "loader/executorch/schema/bundled_program_generated.h"
@@ -114,6 +119,34 @@ bool WriteBundleSeeds(const std::filesystem::path& dir, const std::filesystem::p
   return true;
 }
 
+// Writes DIR/xnnpack/NAME_N.xnn for every XNNPACK delegate of every PTE_DIR/NAME.pte.
+bool WriteXnnpackSeeds(const std::filesystem::path& dir, const std::filesystem::path& pte_dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir / "xnnpack", error);
+  if (error) return false;
+  if (!std::filesystem::is_directory(pte_dir)) return true;
+  for (const auto& entry : std::filesystem::directory_iterator(pte_dir)) {
+    if (entry.path().extension() != ".pte") continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<uint8_t> pte((std::istreambuf_iterator<char>(in)), {});
+    if (pte.empty() || pte.size() > (size_t{64} << 20)) continue;
+    std::vector<uint64_t> aligned((pte.size() + 7) / 8);
+    std::memcpy(aligned.data(), pte.data(), pte.size());
+    absl::StatusOr<ferry::EtProgram> program = ferry::ReadExecuTorchProgram(
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(aligned.data()), pte.size()));
+    if (!program.ok()) continue;
+    int n = 0;
+    for (const ferry::EtMethod& method : program->methods) {
+      for (const ferry::EtDelegate& d : method.delegates) {
+        if (d.backend_id != ferry::kXnnpackBackendName) continue;
+        const std::string name = absl::StrCat(entry.path().stem().string(), "_", n++, ".xnn");
+        if (!WriteFile(dir / "xnnpack" / name, d.payload.data(), d.payload.size())) return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,6 +188,6 @@ int main(int argc, char** argv) {
       !WriteFile(dir / "json.dict", json_dict.data(), json_dict.size())) {
     return 1;
   }
-  if (argc == 3 && !WriteBundleSeeds(dir, argv[2])) return 1;
+  if (argc == 3 && (!WriteBundleSeeds(dir, argv[2]) || !WriteXnnpackSeeds(dir, argv[2]))) return 1;
   return 0;
 }

@@ -268,6 +268,8 @@ FERRY_FLOAT_UNARY(Hardsigmoid, "hardsigmoid",
                   x != x ? x : std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f);
 FERRY_FLOAT_UNARY(Sqrt, "sqrt", std::sqrt(x));
 FERRY_FLOAT_UNARY(Rsqrt, "rsqrt", 1.0f / std::sqrt(x));
+FERRY_FLOAT_UNARY(Floor, "floor", std::floor(x));
+FERRY_FLOAT_UNARY(Ceil, "ceil", std::ceil(x));
 
 #undef FERRY_FLOAT_UNARY
 
@@ -560,6 +562,8 @@ absl::Status RegisterElementwiseOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("elu", 4, 4, 1, &EluInfer, &EluKernel)));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Sqrt>(registry));
   FERRY_RETURN_IF_ERROR(RegisterUnary<Rsqrt>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Floor>(registry));
+  FERRY_RETURN_IF_ERROR(RegisterUnary<Ceil>(registry));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("clamp", 3, 3, 1, &ClampInfer, &ClampKernel)));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("pow", 2, 2, 1, &PowInfer, &PowKernel)));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("fill_", 2, 2, 1, &FillInfer, &FillKernel,

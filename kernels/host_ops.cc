@@ -7,7 +7,7 @@
 //   add_|sub_|mul_|div_|maximum_|minimum_(t a, t b | number)
 //                                        writes a; result is a view of a; b broadcasts to a
 //   relu|neg|abs(t)                      float32 and int64
-//   exp|log|sin|cos|tanh|sigmoid|silu|gelu|gelu_tanh|sqrt|rsqrt(t)
+//   exp|log|sin|cos|tanh|sigmoid|silu|gelu|gelu_tanh|sqrt|rsqrt|floor|ceil(t)
 //                                        float32; gelu is the erf form, gelu_tanh ATen's tanh one
 //   hardswish|hardsigmoid(t)             float32, ATen's (relu6(x + 3) / 6, times x for hardswish)
 //   leaky_relu(t, number slope), elu(t, number alpha, number scale, number input_scale)   float32

@@ -270,9 +270,25 @@ absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromExecuTorch(
   for (EtImport::Refused& r : imported.refused) {
     refused.emplace_back(std::move(r.name), std::move(r.status));
   }
-  return std::unique_ptr<Program>(new Program(std::move(storage), std::move(imported.methods),
-                                              std::move(refused),
-                                              std::move(imported.method_order)));
+  std::unique_ptr<Program> program(new Program(std::move(storage), std::move(imported.methods),
+                                               std::move(refused),
+                                               std::move(imported.method_order)));
+  // Named data views the program's own bytes, which the Program keeps. A data file's blobs
+  // (entries without a tensor layout: what delegates store there) are copied; its tensors were
+  // imported as constants already. The program's own entry wins a key both have, as in
+  // ExecuTorch's merged data map.
+  for (const EtNamedData& entry : et.named_data) {
+    program->named_data_.AddView(entry.key, entry.bytes);
+  }
+  if (data_file.has_value()) {
+    for (const EtDataEntry& entry : data_file->entries) {
+      if (!entry.tensor.has_value()) program->named_data_.AddCopy(entry.key, entry.bytes);
+    }
+  }
+  if (program->named_data_.size() > 0) {
+    for (MethodDef& m : program->methods_) m.named_data = &program->named_data_;
+  }
+  return program;
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::CreateFromBundle(

@@ -73,6 +73,7 @@
 #include "absl/types/span.h"
 #include "ferry/loader/file_identifiers.h"
 #include "ferry/loader/model/method_def.h"
+#include "ferry/loader/model/named_data.h"
 #include "ferry/loader/model/test_cases.h"
 
 namespace ferry {
@@ -133,6 +134,11 @@ class Program {
   // The test cases a bundled program (.bpte) carries, by method, in the file's order (run them
   // with runtime/verify.h); empty for other programs. They live as long as the Program.
   absl::Span<const TestSuite> test_suites() const;
+  // The data an ExecuTorch program keeps by name for its delegates: the program's named data and
+  // its data file's entries that are not tensors (copied, so the data file is not needed after
+  // the load); empty for Ferry's own programs. Every method's MethodDef::named_data points here
+  // when it is not empty.
+  const NamedData& named_data() const { return named_data_; }
 
  private:
   struct Storage;
@@ -161,6 +167,7 @@ class Program {
   std::vector<std::pair<std::string, absl::Status>> refused_;  // name, why
   std::vector<std::string> order_;
   std::vector<TestSuite> test_suites_;  // a bundle's
+  NamedData named_data_;
   // Method name -> index of its first method: loading each of M methods costs O(M), not O(M^2).
   absl::flat_hash_map<absl::string_view, size_t> method_index_;
   absl::flat_hash_map<absl::string_view, size_t> refused_index_;  // name -> index in refused_

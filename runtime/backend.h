@@ -41,6 +41,7 @@
 #include "absl/types/span.h"
 #include "ferry/base/tensor.h"
 #include "ferry/kernels/op_registry.h"
+#include "ferry/loader/model/named_data.h"
 #include "ferry/memory/device.h"
 #include "ferry/memory/device_runtime.h"
 
@@ -83,6 +84,9 @@ struct DelegateInit {
   std::vector<TensorRef> results;
   std::vector<int32_t> written_args;
   const OpRegistry* ops = nullptr;  // the runtime's op registry
+  // The program's named data (loader/model/named_data.h), which a payload may refer to by key;
+  // nullptr when the program has none.
+  const NamedData* named_data = nullptr;
 };
 
 class Backend {
@@ -103,6 +107,17 @@ class Backend {
 // whose arguments the call declares written (DelegateInit::written_args); a write to a constant
 // or to an undeclared input is refused at init with InvalidArgument naming the sub-graph node.
 std::unique_ptr<Backend> MakeGraphBackend();
+
+// The built-in XNNPACK backend ("XnnpackBackend", registered in every Runtime): runs the
+// payloads ExecuTorch's XNNPACK delegate writes, on the host. At init the payload is read and
+// checked (loader/executorch/xnnpack_reader.h) and its graph translated into a Ferry sub-program
+// of host ops, which runs as the graph backend runs its own (same kernels, no decoding or
+// allocation per call). XNNPACK's NHWC convolutions and pooling become Ferry's NCHW ops between
+// permutes, which are views: the permutes the exporter puts around them cancel. A node type,
+// datatype or flag the translation does not support is refused at init (Unimplemented) naming the
+// node's index and type; docs/executorch_delegates.md lists what runs. Registering another
+// backend under the same name replaces it (Runtime::RegisterBackend).
+std::unique_ptr<Backend> MakeXnnpackBackend();
 
 // A stand-in named `name` for a backend nobody registered, so that a method can be planned
 // without it: it supports every device type, and its Init reads nothing of the payload and

@@ -20,6 +20,7 @@
 #include "ferry/memory/device_type.h"
 #include "ferry/memory/memory_planner.h"
 #include "ferry/runtime/backend.h"
+#include "ferry/runtime/internal/graph_instance.h"
 #include "ferry/runtime/internal/host_steps.h"
 
 namespace ferry {
@@ -36,6 +37,10 @@ bool SameLayout(const TensorRef& a, const TensorRef& b) {
   return true;
 }
 
+}  // namespace
+
+namespace internal {
+
 // A sub-program's constants on one device, shared by the instances of that program there (the
 // sub-graph never writes them: Compile refuses an in-place write to a constant).
 struct DeviceConstants {
@@ -47,7 +52,7 @@ struct DeviceConstants {
 // built from repeated layers carries one payload many times, and it is verified and parsed once,
 // and its constants are copied to each device once. An entry lives as long as some instance
 // holds it; keys view the program's own bytes.
-class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
+class GraphProgramCache : public std::enable_shared_from_this<GraphProgramCache> {
  public:
   absl::StatusOr<std::shared_ptr<const Program>> Get(absl::Span<const uint8_t> payload) {
     const absl::string_view key(reinterpret_cast<const char*>(payload.data()), payload.size());
@@ -61,9 +66,9 @@ class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
     FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> parsed, Program::FromBytes(payload));
     const absl::Span<const uint8_t> bytes = parsed->bytes();
     const absl::string_view own_key(reinterpret_cast<const char*>(bytes.data()), payload.size());
-    std::weak_ptr<ProgramCache> cache = weak_from_this();
+    std::weak_ptr<GraphProgramCache> cache = weak_from_this();
     std::shared_ptr<const Program> program(parsed.release(), [cache, own_key](const Program* p) {
-      if (std::shared_ptr<ProgramCache> c = cache.lock()) c->Erase(own_key);
+      if (std::shared_ptr<GraphProgramCache> c = cache.lock()) c->Erase(own_key);
       delete p;
     });
     std::lock_guard<std::mutex> lock(mu_);
@@ -94,7 +99,7 @@ class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
     auto made = std::make_unique<DeviceConstants>();
     made->program = program;
     FERRY_ASSIGN_OR_RETURN(made->buffer, make());
-    std::weak_ptr<ProgramCache> cache = weak_from_this();
+    std::weak_ptr<GraphProgramCache> cache = weak_from_this();
     std::shared_ptr<const DeviceConstants> shared(made.release(),
                                                   [cache, key](const DeviceConstants* c) {
                                                     if (auto self = cache.lock()) {
@@ -136,10 +141,15 @@ class ProgramCache : public std::enable_shared_from_this<ProgramCache> {
   absl::flat_hash_map<ConstantsKey, std::weak_ptr<const DeviceConstants>> constants_;
 };
 
+}  // namespace internal
+
+namespace {
+
 class GraphInstance : public DelegateInstance {
  public:
-  static absl::StatusOr<std::unique_ptr<GraphInstance>> Create(const DelegateInit& init,
-                                                               ProgramCache& cache) {
+  static absl::StatusOr<std::unique_ptr<GraphInstance>> Create(
+      const DelegateInit& init, std::shared_ptr<const Program> program,
+      internal::GraphProgramCache& cache) {
     std::unique_ptr<GraphInstance> g(new GraphInstance());
     g->device_runtime_ = init.device_runtime;
     // A device whose memory is the host's would let host kernels read a foreign pointer silently:
@@ -153,7 +163,7 @@ class GraphInstance : public DelegateInstance {
                                                      init.device.ToString()));
       }
     }
-    FERRY_ASSIGN_OR_RETURN(g->program_, cache.Get(init.payload));
+    g->program_ = std::move(program);
     FERRY_ASSIGN_OR_RETURN(const MethodDef* main, g->program_->method("main"));
     FERRY_RETURN_IF_ERROR(g->Compile(*main, init, cache));
     return g;
@@ -236,7 +246,8 @@ class GraphInstance : public DelegateInstance {
   //  4. PlanScratch: scratch lifetimes (through views) and the scratch arena;
   //  5. BindKernels: each node's kernel for the device, its dtypes checked, into the step tables;
   //  6. BindOutputCopies: the copy for outputs that are views, inputs or constants.
-  absl::Status Compile(const MethodDef& main, const DelegateInit& init, ProgramCache& cache) {
+  absl::Status Compile(const MethodDef& main, const DelegateInit& init,
+                       internal::GraphProgramCache& cache) {
     CompileState state(main);
     FERRY_RETURN_IF_ERROR(BindInputs(main, init));
     FERRY_RETURN_IF_ERROR(MaterializeConstants(main, init, cache));
@@ -309,7 +320,7 @@ class GraphInstance : public DelegateInstance {
   }
 
   absl::Status MaterializeConstants(const MethodDef& main, const DelegateInit& init,
-                                    ProgramCache& cache) {
+                                    internal::GraphProgramCache& cache) {
     // Constants of the sub-graph are materialized on the device once.
     size_t constant_bytes = 0;
     std::vector<std::pair<ValueId, size_t>> constants;
@@ -541,7 +552,7 @@ class GraphInstance : public DelegateInstance {
   std::vector<std::pair<ValueId, int32_t>> copied_outputs_;
   size_t scratch_bytes_ = 0;
   DelegateSignature signature_;
-  std::shared_ptr<const DeviceConstants> constants_;
+  std::shared_ptr<const internal::DeviceConstants> constants_;
   internal::HostStepTables tables_;
   KernelFn copy_kernel_ = nullptr;
   OpArg copy_args_[2];
@@ -577,16 +588,33 @@ class GraphBackend : public Backend {
            (info->host_kernels_run_on_memory || FindDeviceKernels(type) != nullptr);
   }
   absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit& init) const override {
+    FERRY_ASSIGN_OR_RETURN(std::shared_ptr<const Program> program, cache_->Get(init.payload));
     FERRY_ASSIGN_OR_RETURN(std::unique_ptr<GraphInstance> instance,
-                           GraphInstance::Create(init, *cache_));
+                           GraphInstance::Create(init, std::move(program), *cache_));
     return std::unique_ptr<DelegateInstance>(std::move(instance));
   }
 
  private:
-  std::shared_ptr<ProgramCache> cache_ = std::make_shared<ProgramCache>();
+  std::shared_ptr<internal::GraphProgramCache> cache_ =
+      std::make_shared<internal::GraphProgramCache>();
 };
 
 }  // namespace
+
+namespace internal {
+
+std::shared_ptr<GraphProgramCache> MakeGraphProgramCache() {
+  return std::make_shared<GraphProgramCache>();
+}
+
+absl::StatusOr<std::unique_ptr<DelegateInstance>> InitGraphInstance(
+    const DelegateInit& init, std::shared_ptr<const Program> program, GraphProgramCache& cache) {
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<GraphInstance> instance,
+                         GraphInstance::Create(init, std::move(program), cache));
+  return std::unique_ptr<DelegateInstance>(std::move(instance));
+}
+
+}  // namespace internal
 
 std::unique_ptr<Backend> MakeGraphBackend() { return std::make_unique<GraphBackend>(); }
 

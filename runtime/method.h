@@ -126,6 +126,9 @@ struct MethodPlan {
   LoadTimings timings;
   // With LoadOptions::record_trace: the load's phases and copies, in order; empty otherwise.
   std::vector<LoadEvent> load_events;
+  // The delegate backends this method calls that are Ferry's built-ins (Runtime::RegisterBackend),
+  // each once: the plan names them as such.
+  std::vector<std::string> built_in_backends;
 };
 
 namespace internal {

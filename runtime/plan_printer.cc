@@ -131,6 +131,11 @@ std::string FormatPlanText(const Method& method) {
     std::string what = node.kind == NodeKind::kHostOp
                            ? node.op
                            : absl::StrCat("delegate:", node.delegate().backend);
+    const std::vector<std::string>& built_in = plan.built_in_backends;
+    if (node.kind == NodeKind::kDelegate &&
+        std::find(built_in.begin(), built_in.end(), node.delegate().backend) != built_in.end()) {
+      absl::StrAppend(&what, " (built-in)");
+    }
     absl::StrAppendFormat(&out, "  %-3d %-20s %-20s on %s\n", n, node.name, what,
                           DeviceOf(plan, p.nodes[n].device));
   }

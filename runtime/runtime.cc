@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "ferry/base/status_macros.h"
 #include "ferry/kernels/internal/host_blas.h"
+#include "ferry/loader/executorch/xnnpack_reader.h"
 #include "ferry/loader/ferry/program_builder.h"
 #include "ferry/memory/device_type.h"
 #include "ferry/runtime/internal/method_impl.h"
@@ -45,6 +46,8 @@ Runtime::Runtime(const RuntimeOptions& options) : ops_(OpRegistry::WithBuiltIns(
   internal::SetHostBlasThreads(options.host_blas_threads);
   devices_ = DeviceRegistry::CreateDefault(options.DeviceOptions());
   backends_.emplace(kGraphBackendName, MakeGraphBackend());
+  backends_.emplace(kXnnpackBackendName, MakeXnnpackBackend());
+  built_in_backends_ = {kGraphBackendName, kXnnpackBackendName};
   // Declared devices that are absent run where their type's plug-in says (cuda:N on sim:N
   // without a GPU).
   for (const DeviceTypeInfo* type : DeviceTypes()) {
@@ -60,6 +63,11 @@ Runtime::~Runtime() = default;
 absl::Status Runtime::RegisterBackend(std::unique_ptr<Backend> backend) {
   if (backend == nullptr) return absl::InvalidArgumentError("RegisterBackend: null backend");
   std::string name(backend->name());
+  // A built-in backend is replaced by the first backend registered under its name.
+  if (built_in_backends_.erase(name) > 0) {
+    backends_[name] = std::move(backend);
+    return absl::OkStatus();
+  }
   if (backends_.contains(name)) {
     return absl::AlreadyExistsError(
         absl::StrCat("a backend named \"", name, "\" is already registered"));

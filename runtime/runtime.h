@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -125,9 +126,14 @@ class Runtime {
   OpRegistry& ops() { return ops_; }
   const OpRegistry& ops() const { return ops_; }
 
-  // AlreadyExists when a backend of that name is registered.
+  // Every Runtime has the built-in backends "graph" (MakeGraphBackend) and "XnnpackBackend"
+  // (MakeXnnpackBackend). The first backend registered under a built-in's name replaces it (an
+  // application may bring its own XNNPACK); AlreadyExists when a backend of that name was
+  // registered before.
   absl::Status RegisterBackend(std::unique_ptr<Backend> backend);
   const Backend* FindBackend(absl::string_view name) const;
+  // Whether the backend registered under `name` is one of Ferry's built-ins (not replaced).
+  bool IsBuiltInBackend(absl::string_view name) const { return built_in_backends_.contains(name); }
 
   // For planning without every backend: `ferry plan`, inspecting a program's placement, copies
   // and memory (Method::plan()) on a machine that lacks a delegate's backend. Registers a
@@ -171,6 +177,7 @@ class Runtime {
   mutable std::mutex load_mu_;  // serializes LoadMethod
   std::unique_ptr<DeviceRegistry> devices_;
   absl::flat_hash_map<std::string, std::unique_ptr<Backend>> backends_;
+  absl::flat_hash_set<std::string> built_in_backends_;  // not replaced yet
   absl::flat_hash_map<Device, Device> default_map_;
 };
 

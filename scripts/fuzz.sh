@@ -13,18 +13,18 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
-  echo "usage: $0 [SECONDS_PER_TARGET] [TARGET...]   (targets: ferry_fuzz_program ferry_fuzz_json ferry_fuzz_pte ferry_fuzz_ptd ferry_fuzz_pte_run ferry_fuzz_bpte)" >&2
+  echo "usage: $0 [SECONDS_PER_TARGET] [TARGET...]   (targets: ferry_fuzz_program ferry_fuzz_json ferry_fuzz_pte ferry_fuzz_ptd ferry_fuzz_pte_run ferry_fuzz_bpte ferry_fuzz_xnnpack)" >&2
   exit 2
 fi
 shift $(( $# > 0 ? 1 : 0 ))
-[ $# -eq 0 ] && set -- ferry_fuzz_program ferry_fuzz_json ferry_fuzz_pte ferry_fuzz_ptd ferry_fuzz_pte_run ferry_fuzz_bpte
+[ $# -eq 0 ] && set -- ferry_fuzz_program ferry_fuzz_json ferry_fuzz_pte ferry_fuzz_ptd ferry_fuzz_pte_run ferry_fuzz_bpte ferry_fuzz_xnnpack
 targets=()
 for name in "$@"; do
   case "$name" in
-    program|json|pte|ptd|pte_run|bpte) targets+=("ferry_fuzz_$name") ;;
-    ferry_fuzz_program|ferry_fuzz_json|ferry_fuzz_pte|ferry_fuzz_ptd|ferry_fuzz_pte_run|ferry_fuzz_bpte)
+    program|json|pte|ptd|pte_run|bpte|xnnpack) targets+=("ferry_fuzz_$name") ;;
+    ferry_fuzz_program|ferry_fuzz_json|ferry_fuzz_pte|ferry_fuzz_ptd|ferry_fuzz_pte_run|ferry_fuzz_bpte|ferry_fuzz_xnnpack)
       targets+=("$name") ;;
-    *) echo "$0: unknown target '$name' (ferry_fuzz_program, ferry_fuzz_json, ferry_fuzz_pte, ferry_fuzz_ptd, ferry_fuzz_pte_run, ferry_fuzz_bpte)" >&2
+    *) echo "$0: unknown target '$name' (ferry_fuzz_program, ferry_fuzz_json, ferry_fuzz_pte, ferry_fuzz_ptd, ferry_fuzz_pte_run, ferry_fuzz_bpte, ferry_fuzz_xnnpack)" >&2
        exit 2 ;;
   esac
 done

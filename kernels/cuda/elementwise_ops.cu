@@ -97,6 +97,8 @@ FERRY_CUDA_FLOAT_UNARY(Gelu, "gelu", 0.5f * x * (1.0f + erff(x * 0.7071067811865
 FERRY_CUDA_FLOAT_UNARY(Sqrt, "sqrt", sqrtf(x));
 // 1 / sqrtf rather than rsqrtf: correctly rounded like the host's 1 / std::sqrt.
 FERRY_CUDA_FLOAT_UNARY(Rsqrt, "rsqrt", 1.0f / sqrtf(x));
+FERRY_CUDA_FLOAT_UNARY(Floor, "floor", floorf(x));
+FERRY_CUDA_FLOAT_UNARY(Ceil, "ceil", ceilf(x));
 
 #undef FERRY_CUDA_FLOAT_UNARY
 
@@ -383,6 +385,8 @@ void AddElementwiseKernels(KernelTable& t) {
   AddUnary<Gelu>(t);
   AddUnary<Sqrt>(t);
   AddUnary<Rsqrt>(t);
+  AddUnary<Floor>(t);
+  AddUnary<Ceil>(t);
   t.emplace("clamp", &ClampKernel);
   t.emplace("fill_", &FillKernel);
   t.emplace("copy_", &CopyKernel);

@@ -24,6 +24,7 @@
 
 namespace ferry {
 
+class NamedData;       // loader/model/named_data.h
 class ProgramMapping;  // loader/program_mapping.h
 
 using ValueId = int32_t;
@@ -168,6 +169,9 @@ struct MethodDef {
   // when the program is in memory. Loading gives it page hints (loader/program_mapping.h) so that
   // host memory stays bounded while large constants are copied to a device.
   const ProgramMapping* mapping = nullptr;
+  // The program's named data, which delegate payloads may refer to by key (DelegateInit passes
+  // it on); nullptr for a program without any.
+  const NamedData* named_data = nullptr;
   // The exporter's memory plan, by memory_id; empty for Ferry's own programs.
   std::vector<ExporterArena> exporter_arenas;
   // Imported programs: per node, the exporter's instruction it comes from (-1 for a node the

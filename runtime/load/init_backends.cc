@@ -1,7 +1,10 @@
 // Load phase 4: one delegate instance per delegate node, its signature checked against the
 // program's declaration.
 
+#include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/types/span.h"
 #include "ferry/base/status_macros.h"
@@ -29,6 +32,7 @@ absl::Status MethodLoader::InitBackends() {
     init.written_args.assign(node.delegate().written_args.begin(),
                              node.delegate().written_args.end());
     init.ops = &rt_.ops();
+    init.named_data = m_.named_data;
     for (size_t a = 0; a < node.args.size(); ++a) {
       const ValueDef& value = m_.values[node.args[a]];
       if (value.is_tensor()) {
@@ -42,6 +46,12 @@ absl::Status MethodLoader::InitBackends() {
       }
     }
     for (int32_t b : placed.result_buffers) init.results.push_back(impl_.refs_[b]);
+    const std::string& backend = node.delegate().backend;
+    std::vector<std::string>& built_in = impl_.plan_.built_in_backends;
+    if (rt_.IsBuiltInBackend(backend) &&
+        std::find(built_in.begin(), built_in.end(), backend) == built_in.end()) {
+      built_in.push_back(backend);
+    }
     absl::StatusOr<std::unique_ptr<DelegateInstance>> instance = backends_[n]->Init(init);
     if (!instance.ok()) {
       return absl::Status(instance.status().code(),

@@ -56,6 +56,7 @@ using ::ferry::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::filesystem::path kPteDir = std::filesystem::path(FERRY_SHARED_DIR) / "pte";
 
@@ -510,9 +511,8 @@ cli::Options LinearCli(const std::string& command) {
 
 // add.pte's only instruction is a call to an XNNPACK delegate listing values 0, 1, 2: the two
 // method inputs, then the value nothing wrote before (the method's output), its result. Ferry
-// plans it on the host (no target_device) without the payload, and refuses to load it for
-// running while no backend is registered under "XnnpackBackend".
-TEST(ExecuTorchProgramTest, XnnpackDelegateIsPlannedAndRefusedWithoutItsBackend) {
+// plans it on the host (no target_device) and runs it with its built-in XNNPACK backend.
+TEST(ExecuTorchProgramTest, XnnpackDelegateIsPlannedOnTheHostAndRuns) {
   SKIP_WITHOUT_REAL_PROGRAMS();
   const std::string path = PtePath("corey-cole__tests_models_add.pte");
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::Load(path));
@@ -525,12 +525,10 @@ TEST(ExecuTorchProgramTest, XnnpackDelegateIsPlannedAndRefusedWithoutItsBackend)
   EXPECT_THAT(node.args, ElementsAre(m->inputs[0], m->inputs[1]));
   EXPECT_THAT(node.results, ElementsAre(m->outputs[0]));
   EXPECT_FALSE(node.delegate().payload.empty());
-  const std::string refusal =
-      "method \"forward\", node 0 (XnnpackBackend (instruction 0)): no backend named "
-      "\"XnnpackBackend\" is registered";
-  Runtime rt;
-  EXPECT_THAT(rt.LoadMethod(*program, "forward"),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr(refusal)));
+
+  std::vector<std::vector<float>> inputs = {{1.5f, -2.0f, 0.25f}, {-0.5f, 4.0f, 8.0f}};
+  ASSERT_OK_AND_ASSIGN(std::vector<float> out, RunFloat(*program, "forward", inputs));
+  EXPECT_THAT(out, ElementsAre(1.0f, 2.0f, 8.25f));
 
   cli::Options o;
   o.program = path;
@@ -539,16 +537,106 @@ TEST(ExecuTorchProgramTest, XnnpackDelegateIsPlannedAndRefusedWithoutItsBackend)
   o.command = "plan";
   CliResult plan = RunCli(o);
   EXPECT_EQ(plan.code, cli::kExitOk) << plan.err;
-  EXPECT_THAT(plan.out, HasSubstr("delegate:XnnpackBackend"));
-  EXPECT_THAT(plan.out, HasSubstr("note: backend \"XnnpackBackend\" is not registered"));
-  // The delegate's line says where it runs: the host.
+  EXPECT_THAT(plan.out, Not(HasSubstr("not registered")));
+  // The delegate's line says where it runs (the host) and that the backend is built in.
   const size_t line = plan.out.find("delegate:XnnpackBackend");
   ASSERT_NE(line, std::string::npos);
-  EXPECT_THAT(plan.out.substr(line, plan.out.find('\n', line) - line), HasSubstr("on host"));
+  EXPECT_THAT(plan.out.substr(line, plan.out.find('\n', line) - line),
+              AllOf(HasSubstr("on host"), HasSubstr("built-in")));
+  o.command = "run";
+  CliResult run = RunCli(o);
+  EXPECT_EQ(run.code, cli::kExitOk) << run.err;
+}
+
+// openvino_tiny.pte calls an OpenvinoBackend delegate, which Ferry does not have: `ferry plan`
+// plans it from what the program declares and says so; running it is refused naming the backend.
+TEST(ExecuTorchProgramTest, ADelegateWithoutItsBackendIsPlannedAndRefused) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  cli::Options o;
+  o.program = PtePath("corey-cole__src_test_resources_models_openvino_openvino_tiny.pte");
+  o.calls = 1;
+  o.warmup = 0;
+  o.command = "plan";
+  CliResult plan = RunCli(o);
+  EXPECT_EQ(plan.code, cli::kExitOk) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr("note: backend \"OpenvinoBackend\" is not registered"));
+  const size_t line = plan.out.find("delegate:OpenvinoBackend");
+  ASSERT_NE(line, std::string::npos);
+  EXPECT_THAT(plan.out.substr(line, plan.out.find('\n', line) - line),
+              AllOf(HasSubstr("on host"), Not(HasSubstr("built-in"))));
   o.command = "run";
   CliResult run = RunCli(o);
   EXPECT_EQ(run.code, cli::kExitError);
-  EXPECT_THAT(run.err, HasSubstr(refusal));
+  EXPECT_THAT(run.err, HasSubstr("node 0 (OpenvinoBackend (instruction 0)): no backend named "
+                                 "\"OpenvinoBackend\" is registered"));
+}
+
+TEST(ExecuTorchProgramTest, XnnpackAddAndClampRun) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> add,
+                       Program::Load(PtePath("corey-cole__native_spike_add.pte")));
+  std::vector<std::vector<float>> two = {{0.75f}, {-3.0f}};
+  ASSERT_OK_AND_ASSIGN(std::vector<float> sum, RunFloat(*add, "forward", two));
+  EXPECT_THAT(sum, ElementsAre(-2.25f));
+
+  // clamp5's graph is one Clamp node whose output range is [-1, 1].
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> clamp,
+                       Program::Load(PtePath("corey-cole__native_spike_clamp5.pte")));
+  std::vector<std::vector<float>> five = {{-3.5f, -1.0f, 0.25f, 1.0f, 7.0f}};
+  ASSERT_OK_AND_ASSIGN(std::vector<float> clamped, RunFloat(*clamp, "forward", five));
+  EXPECT_THAT(clamped, ElementsAre(-1.0f, -1.0f, 0.25f, 1.0f, 1.0f));
+}
+
+// conv.pte: NCHW [1, 3, 16, 16] -> transpose to NHWC -> Conv2d 3x3, padding 1, 8 filters, bias,
+// output range [0, inf) (a fused ReLU) -> transpose back to [1, 8, 16, 16]. The filter
+// ([8, 3, 3, 3] in XNNPACK's [out, kh, kw, in] order) and the bias are the program's named data.
+TEST(ExecuTorchProgramTest, XnnpackConvolutionWithNamedDataRuns) {
+  SKIP_WITHOUT_REAL_PROGRAMS();
+  const std::string name = "corey-cole__native_spike_conv.pte";
+  const std::vector<uint8_t> bytes = ReadPte(name);
+  ASSERT_OK_AND_ASSIGN(EtProgram et, ReadExecuTorchProgram(bytes));
+  ASSERT_EQ(et.named_data.size(), 2u);
+  // The two entries, told apart by size: 8*3*3*3 floats of filter, 8 of bias.
+  std::vector<float> filter, bias;
+  for (const EtNamedData& d : et.named_data) {
+    (d.bytes.size() == 864 ? filter : bias) = Floats(d.bytes);
+  }
+  ASSERT_EQ(filter.size(), 216u);
+  ASSERT_EQ(bias.size(), 8u);
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::Load(PtePath(name)));
+  EXPECT_EQ(program->named_data().size(), 2u);
+  std::vector<std::vector<float>> inputs(1, std::vector<float>(3 * 16 * 16));
+  for (size_t i = 0; i < inputs[0].size(); ++i) {
+    inputs[0][i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 0.1));
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<float> out, RunFloat(*program, "forward", inputs));
+  ASSERT_EQ(out.size(), 8u * 16 * 16);
+  int negative_before_relu = 0;
+  for (int o = 0; o < 8; ++o) {
+    for (int y = 0; y < 16; ++y) {
+      for (int x = 0; x < 16; ++x) {
+        double acc = bias[o];
+        for (int ky = 0; ky < 3; ++ky) {
+          for (int kx = 0; kx < 3; ++kx) {
+            const int iy = y + ky - 1, ix = x + kx - 1;
+            if (iy < 0 || iy >= 16 || ix < 0 || ix >= 16) continue;
+            for (int c = 0; c < 3; ++c) {
+              acc += static_cast<double>(filter[((o * 3 + ky) * 3 + kx) * 3 + c]) *
+                     inputs[0][(c * 16 + iy) * 16 + ix];
+            }
+          }
+        }
+        if (acc < 0) ++negative_before_relu;
+        const double want = std::max(acc, 0.0);
+        ASSERT_NEAR(out[(o * 16 + y) * 16 + x], want, 1e-5 * (1 + std::abs(want)))
+            << "o " << o << " y " << y << " x " << x;
+      }
+    }
+  }
+  // The inputs reach both sides of the ReLU.
+  EXPECT_GT(negative_before_relu, 0);
+  EXPECT_LT(negative_before_relu, 8 * 16 * 16);
 }
 
 // The numbers of the JSON array that follows `"key": [` at or after `from`; `from` moves past it.

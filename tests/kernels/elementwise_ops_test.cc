@@ -307,6 +307,8 @@ std::vector<UnaryCase> UnaryCases() {
       {"hardsigmoid", [](double x) { return std::clamp(x + 3, 0.0, 6.0) / 6; }, false},
       {"sqrt", [](double x) { return std::sqrt(x); }, false},
       {"rsqrt", [](double x) { return 1.0 / std::sqrt(x); }, false},
+      {"floor", [](double x) { return std::floor(x); }, false},
+      {"ceil", [](double x) { return std::ceil(x); }, false},
   };
 }
 

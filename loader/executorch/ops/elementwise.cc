@@ -152,6 +152,8 @@ constexpr char kSigmoid[] = "sigmoid";
 constexpr char kSilu[] = "silu";
 constexpr char kSqrt[] = "sqrt";
 constexpr char kRsqrt[] = "rsqrt";
+constexpr char kFloor[] = "floor";
+constexpr char kCeil[] = "ceil";
 constexpr char kHardswish[] = "hardswish";
 constexpr char kHardsigmoid[] = "hardsigmoid";
 
@@ -201,6 +203,8 @@ absl::Span<const EtOpMapping> ElementwiseEtOps() {
       {"aten::silu.out", 1, &ImportUnary<kSilu>},
       {"aten::sqrt.out", 1, &ImportUnary<kSqrt>},
       {"aten::rsqrt.out", 1, &ImportUnary<kRsqrt>},
+      {"aten::floor.out", 1, &ImportUnary<kFloor>},
+      {"aten::ceil.out", 1, &ImportUnary<kCeil>},
       {"aten::gelu.out", 2, &ImportGelu},
       {"aten::hardswish.out", 1, &ImportUnary<kHardswish>},
       {"aten::hardsigmoid.out", 1, &ImportUnary<kHardsigmoid>},

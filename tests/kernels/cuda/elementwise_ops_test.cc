@@ -31,8 +31,8 @@ TEST(CudaElementwiseOps, EveryOpMatchesTheHostRun) {
   m.Output(m.GraphDelegate(kD0, {x, y}, [](MethodBuilder& g, absl::Span<const ValueId> in) {
     return std::vector<ValueId>{g.Op("div", {in[0], g.Op("exp", {in[1]})})};
   })[0]);
-  for (const char* op :
-       {"relu", "neg", "abs", "exp", "sin", "cos", "tanh", "sigmoid", "silu", "gelu"}) {
+  for (const char* op : {"relu", "neg", "abs", "exp", "sin", "cos", "tanh", "sigmoid", "silu",
+                         "gelu", "floor", "ceil"}) {
     m.Output(m.GraphDelegate(kD0, {x}, [op](MethodBuilder& g, absl::Span<const ValueId> in) {
       return std::vector<ValueId>{g.Op(op, {in[0]})};
     })[0]);

@@ -102,6 +102,8 @@ TEST(EtElementwiseOps, UnaryOpsRunAgainstANaiveReference) {
       {"silu", false, [](double v) { return v / (1 + std::exp(-v)); }},
       {"sqrt", true, [](double v) { return std::sqrt(v); }},
       {"rsqrt", true, [](double v) { return 1 / std::sqrt(v); }},
+      {"floor", false, [](double v) { return std::floor(v); }},
+      {"ceil", false, [](double v) { return std::ceil(v); }},
       {"gelu", false, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
       {"hardswish", false, [](double v) { return v * std::clamp(v + 3, 0.0, 6.0) / 6; }},
       {"hardsigmoid", false, [](double v) { return std::clamp(v + 3, 0.0, 6.0) / 6; }},

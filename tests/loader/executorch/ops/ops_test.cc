@@ -53,6 +53,8 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
                                              {"aten::silu.out", 1},
                                              {"aten::sqrt.out", 1},
                                              {"aten::rsqrt.out", 1},
+                                             {"aten::floor.out", 1},
+                                             {"aten::ceil.out", 1},
                                              {"aten::gelu.out", 2},
                                              {"aten::hardswish.out", 1},
                                              {"aten::hardsigmoid.out", 1},
@@ -160,7 +162,7 @@ TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
       EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
     }
   }
-  EXPECT_EQ(rows, 81u);
+  EXPECT_EQ(rows, 83u);
   EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
   EXPECT_EQ(FindEtOp("aten::convolution_backward.out"), nullptr);
   EXPECT_EQ(FindEtOp(""), nullptr);

@@ -1,0 +1,649 @@
+// The built-in XNNPACK backend: graphs written with tests/testing/xnnpack_payload.h, inside
+// ExecuTorch programs, loaded and run through a Runtime; every expected value is computed here in
+// double from the graph's definition (XNNPACK's NHWC layouts, [out, kh, kw, in] filters).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ferry/base/status_macros.h"
+#include "ferry/loader/executorch/xnnpack_reader.h"
+#include "ferry/loader/program.h"
+#include "ferry/runtime/backend.h"
+#include "ferry/runtime/runtime.h"
+#include "ferry/runtime/tensor_view.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/ptd_builder.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/xnnpack_payload.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::StatusIs;
+using ::ferry::testing::XnnpackCall;
+using ::ferry::testing::XnnPayloadWriter;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+namespace xfb = ::ferry::testing::xfb;
+
+constexpr uint32_t kNone = kXnnNoValue;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<float> Values(size_t n, double seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(std::sin(0.7 * i + seed) * 1.5);
+  return v;
+}
+
+size_t Numel(const std::vector<int64_t>& sizes) {
+  size_t n = 1;
+  for (int64_t s : sizes) n *= static_cast<size_t>(s);
+  return n;
+}
+
+// Loads the call's program in `rt` (a fresh Runtime when null), runs it once on `inputs` and
+// returns its outputs.
+absl::StatusOr<std::vector<std::vector<float>>> RunCall(const XnnpackCall& call,
+                                                        std::vector<std::vector<float>> inputs,
+                                                        Runtime* rt = nullptr) {
+  Runtime own;
+  if (rt == nullptr) rt = &own;
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Program::FromBytes(call.pte));
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Method> method, rt->LoadMethod(*program, "forward"));
+  FERRY_ASSIGN_OR_RETURN(const MethodDef* def, program->method("forward"));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorMeta& meta = def->values[def->inputs[i]].meta;
+    FERRY_RETURN_IF_ERROR(method->SetInput(
+        i, TensorView::Host(DType::kFloat32, absl::MakeConstSpan(meta.sizes), inputs[i].data())));
+  }
+  FERRY_RETURN_IF_ERROR(method->Execute());
+  std::vector<std::vector<float>> outputs;
+  for (size_t o = 0; o < method->num_outputs(); ++o) {
+    const TensorView out = method->Output(o);
+    const float* data = out.data_as<float>();
+    const std::vector<int64_t> sizes(out.sizes().begin(), out.sizes().end());
+    outputs.emplace_back(data, data + Numel(sizes));
+  }
+  return outputs;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<double>& want,
+                const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << what << " element " << i;
+  }
+}
+
+TEST(XnnpackBackendTest, BinaryNodesBroadcastAndClampToTheirOutputRange) {
+  struct Case {
+    xfb::Node type;
+    std::function<double(double, double)> fn;
+  };
+  const std::vector<Case> cases = {
+      {xfb::Node::Add, [](double a, double b) { return a + b; }},
+      {xfb::Node::Subtract, [](double a, double b) { return a - b; }},
+      {xfb::Node::Multiply, [](double a, double b) { return a * b; }},
+      {xfb::Node::Divide, [](double a, double b) { return a / b; }},
+      {xfb::Node::Minimum, [](double a, double b) { return std::min(a, b); }},
+      {xfb::Node::Maximum, [](double a, double b) { return std::max(a, b); }},
+  };
+  const std::vector<float> a = Values(6, 0.3), b = {0.5f, -2.0f, 1.25f};
+  for (const Case& c : cases) {
+    for (bool ranged : {false, true}) {
+      const std::string what = absl::StrCat(xfb::EnumNameNode(c.type), ranged ? " ranged" : "");
+      XnnPayloadWriter w;
+      const uint32_t x = w.Input({2, 3}, 0), y = w.Input({3}, 1), z = w.Output({2, 3}, 2);
+      XnnPayloadWriter::Range range;
+      if (ranged) range = std::array<float, 2>{-0.5f, 0.75f};
+      w.Binary(c.type, x, y, z, 0, range);
+      const XnnpackCall call = XnnpackCall::Of(w.Build(), {{2, 3}, {3}}, {{2, 3}});
+      ASSERT_OK_AND_ASSIGN(auto out, RunCall(call, {a, b}));
+      std::vector<double> want(6);
+      for (int i = 0; i < 6; ++i) {
+        want[i] = c.fn(a[i], b[i % 3]);
+        if (ranged) want[i] = std::clamp(want[i], -0.5, 0.75);
+      }
+      ExpectNear(out[0], want, what);
+    }
+  }
+}
+
+TEST(XnnpackBackendTest, FullyConnectedWithAndWithoutBiasAndTransposedWeights) {
+  const std::vector<float> x = Values(2 * 2 * 4, 0.1);
+  const std::vector<float> filter = Values(3 * 4, 1.7), bias = {0.25f, -1.0f, 2.0f};
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool with_bias = variant != 1, transposed = variant == 2;
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({2, 2, 4}, 0), out = w.Output({2, 2, 3}, 1);
+    // The transposed filter holds the same [3, 4] matrix stored as [4, 3].
+    std::vector<float> stored = filter;
+    if (transposed) {
+      for (int o = 0; o < 3; ++o) {
+        for (int i = 0; i < 4; ++i) stored[i * 3 + o] = filter[o * 4 + i];
+      }
+    }
+    const uint32_t f = transposed ? w.Constant({4, 3}, stored) : w.Constant({3, 4}, stored);
+    const uint32_t b = with_bias ? w.Constant({3}, bias) : kNone;
+    w.FullyConnected(in, f, b, out, transposed ? kXnnTransposeWeights : 0);
+    const XnnpackCall call = XnnpackCall::Of(w.Build(), {{2, 2, 4}}, {{2, 2, 3}});
+    ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x}));
+    std::vector<double> want(12);
+    for (int r = 0; r < 4; ++r) {
+      for (int o = 0; o < 3; ++o) {
+        double acc = with_bias ? bias[o] : 0.0;
+        for (int i = 0; i < 4; ++i) acc += static_cast<double>(x[r * 4 + i]) * filter[o * 4 + i];
+        want[r * 3 + o] = acc;
+      }
+    }
+    ExpectNear(got[0], want, absl::StrCat("variant ", variant));
+  }
+}
+
+// NHWC convolution, reference over XNNPACK's [out, kh, kw, in / groups] filter.
+std::vector<double> ConvNhwc(const std::vector<float>& x, int h, int w, int c,
+                             const std::vector<float>& filter, const std::vector<float>& bias,
+                             int out_c, int k, int stride, int pad, int groups, int oh, int ow) {
+  const int cg = c / groups, og = out_c / groups;
+  std::vector<double> y(static_cast<size_t>(oh) * ow * out_c);
+  for (int oy = 0; oy < oh; ++oy) {
+    for (int ox = 0; ox < ow; ++ox) {
+      for (int o = 0; o < out_c; ++o) {
+        double acc = bias.empty() ? 0.0 : bias[o];
+        const int g = o / og;
+        for (int ky = 0; ky < k; ++ky) {
+          for (int kx = 0; kx < k; ++kx) {
+            const int iy = oy * stride + ky - pad, ix = ox * stride + kx - pad;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+            for (int ci = 0; ci < cg; ++ci) {
+              acc += static_cast<double>(filter[((o * k + ky) * k + kx) * cg + ci]) *
+                     x[(iy * w + ix) * c + g * cg + ci];
+            }
+          }
+        }
+        y[(oy * ow + ox) * out_c + o] = acc;
+      }
+    }
+  }
+  return y;
+}
+
+// As the exporter writes a convolution: NCHW arguments transposed to NHWC inside the graph, and
+// back after the node; here stride 2, padding 1 and a ReLU as the output range.
+TEST(XnnpackBackendTest, Conv2dBetweenTheExportersTransposes) {
+  const int c = 2, h = 5, wd = 5, out_c = 3, k = 3, oh = 3, ow = 3;
+  const std::vector<float> x_nchw = Values(c * h * wd, 0.2);
+  const std::vector<float> filter = Values(out_c * k * k * c, 2.1), bias = {0.1f, -0.2f, 0.3f};
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({1, c, h, wd}, 0);
+  const uint32_t nhwc = w.Internal({1, h, wd, c});
+  const uint32_t f = w.Constant({out_c, k, k, c}, filter), b = w.Constant({out_c}, bias);
+  const uint32_t conv = w.Internal({1, oh, ow, out_c});
+  const uint32_t out = w.Output({1, out_c, oh, ow}, 1);
+  w.Transpose({0, 2, 3, 1}, in, nhwc);
+  XnnPayloadWriter::Conv p;
+  p.padding = {1, 1, 1, 1};
+  p.kernel = {k, k};
+  p.stride = {2, 2};
+  p.group_in = c;
+  p.group_out = out_c;
+  w.Convolution(xfb::Node::Conv2d, p, nhwc, f, b, conv, std::array<float, 2>{0, kInf});
+  w.Transpose({0, 3, 1, 2}, conv, out);
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{1, c, h, wd}}, {{1, out_c, oh, ow}});
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x_nchw}));
+
+  std::vector<float> x_nhwc(x_nchw.size());
+  for (int ci = 0; ci < c; ++ci) {
+    for (int i = 0; i < h * wd; ++i) x_nhwc[i * c + ci] = x_nchw[ci * h * wd + i];
+  }
+  const std::vector<double> y = ConvNhwc(x_nhwc, h, wd, c, filter, bias, out_c, k, 2, 1, 1, oh, ow);
+  std::vector<double> want(y.size());
+  int clipped = 0;
+  for (int o = 0; o < out_c; ++o) {
+    for (int i = 0; i < oh * ow; ++i) {
+      want[o * oh * ow + i] = std::max(y[i * out_c + o], 0.0);
+      clipped += y[i * out_c + o] < 0;
+    }
+  }
+  EXPECT_GT(clipped, 0);  // the ReLU matters
+  ExpectNear(got[0], want, "conv");
+}
+
+TEST(XnnpackBackendTest, DepthwiseConv2dWithAChannelMultiplier) {
+  const int c = 2, mult = 2, h = 4, wd = 4, k = 3, out_c = c * mult;
+  const std::vector<float> x = Values(h * wd * c, 0.9);  // NHWC
+  const std::vector<float> filter = Values(k * k * out_c, 0.4), bias = Values(out_c, 3.0);
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({1, h, wd, c}, 0), out = w.Output({1, h, wd, out_c}, 1);
+  const uint32_t f = w.Constant({1, k, k, out_c}, filter), b = w.Constant({out_c}, bias);
+  XnnPayloadWriter::Conv p;
+  p.padding = {1, 1, 1, 1};
+  p.kernel = {k, k};
+  p.groups = c;
+  p.group_in = 1;
+  p.group_out = mult;
+  w.Convolution(xfb::Node::DepthwiseConv2d, p, in, f, b, out);
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{1, h, wd, c}}, {{1, h, wd, out_c}});
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x}));
+  // [1, kh, kw, out_c] is the [out_c, kh, kw, 1] filter of a grouped convolution.
+  std::vector<float> grouped(filter.size());
+  for (int o = 0; o < out_c; ++o) {
+    for (int i = 0; i < k * k; ++i) grouped[o * k * k + i] = filter[i * out_c + o];
+  }
+  ExpectNear(got[0], ConvNhwc(x, h, wd, c, grouped, bias, out_c, k, 1, 1, c, h, wd), "depthwise");
+}
+
+TEST(XnnpackBackendTest, MaxAverageAndGlobalPoolingOverNhwc) {
+  const int h = 5, wd = 5, c = 2;
+  const std::vector<float> x = Values(h * wd * c, 0.5);
+  auto at = [&](int y, int xx, int ch) { return static_cast<double>(x[(y * wd + xx) * c + ch]); };
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({1, h, wd, c}, 0);
+  const uint32_t max = w.Output({1, 3, 3, c}, 1), avg = w.Output({1, 3, 3, c}, 2);
+  const uint32_t global = w.Output({1, 1, 1, c}, 3);
+  XnnPayloadWriter::Conv p;
+  p.padding = {1, 1, 1, 1};
+  p.kernel = {3, 3};
+  p.stride = {2, 2};
+  w.Pooling(xfb::Node::MaxPooling2d, p, in, max);
+  p.kernel = {2, 2};
+  w.Pooling(xfb::Node::AvgPooling2d, p, in, avg);
+  w.Unary(xfb::Node::GlobalAvgPooling2d, in, global);
+  const XnnpackCall call =
+      XnnpackCall::Of(w.Build(), {{1, h, wd, c}}, {{1, 3, 3, c}, {1, 3, 3, c}, {1, 1, 1, c}});
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x}));
+  std::vector<double> want_max, want_avg, want_global(c, 0.0);
+  for (int oy = 0; oy < 3; ++oy) {
+    for (int ox = 0; ox < 3; ++ox) {
+      for (int ch = 0; ch < c; ++ch) {
+        double m = -INFINITY, sum = 0;
+        int n = 0;
+        for (int ky = 0; ky < 3; ++ky) {
+          for (int kx = 0; kx < 3; ++kx) {
+            const int y = oy * 2 + ky - 1, xx = ox * 2 + kx - 1;
+            if (y >= 0 && y < h && xx >= 0 && xx < wd) m = std::max(m, at(y, xx, ch));
+          }
+        }
+        // Average over the 2x2 window's elements inside the input (padding not counted).
+        for (int ky = 0; ky < 2; ++ky) {
+          for (int kx = 0; kx < 2; ++kx) {
+            const int y = oy * 2 + ky - 1, xx = ox * 2 + kx - 1;
+            if (y >= 0 && y < h && xx >= 0 && xx < wd) {
+              sum += at(y, xx, ch);
+              ++n;
+            }
+          }
+        }
+        want_max.push_back(m);
+        want_avg.push_back(sum / n);
+      }
+    }
+  }
+  for (int i = 0; i < h * wd; ++i) {
+    for (int ch = 0; ch < c; ++ch) want_global[ch] += x[i * c + ch] / static_cast<double>(h * wd);
+  }
+  ExpectNear(got[0], want_max, "max");
+  ExpectNear(got[1], want_avg, "avg");
+  ExpectNear(got[2], want_global, "global");
+}
+
+TEST(XnnpackBackendTest, UnaryNodes) {
+  struct Case {
+    xfb::Node type;
+    std::function<double(double)> fn;
+    bool positive = false;  // needs a positive input
+  };
+  const std::vector<Case> cases = {
+      {xfb::Node::Sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {xfb::Node::Tanh, [](double v) { return std::tanh(v); }},
+      {xfb::Node::Exp, [](double v) { return std::exp(v); }},
+      {xfb::Node::Log, [](double v) { return std::log(v); }, true},
+      {xfb::Node::Sin, [](double v) { return std::sin(v); }},
+      {xfb::Node::Cos, [](double v) { return std::cos(v); }},
+      {xfb::Node::Abs, [](double v) { return std::abs(v); }},
+      {xfb::Node::Negate, [](double v) { return -v; }},
+      {xfb::Node::Square, [](double v) { return v * v; }},
+      {xfb::Node::SquareRoot, [](double v) { return std::sqrt(v); }, true},
+      {xfb::Node::ReciprocalSquareRoot, [](double v) { return 1 / std::sqrt(v); }, true},
+      {xfb::Node::Hardswish, [](double v) { return v * std::clamp(v + 3, 0.0, 6.0) / 6; }},
+      {xfb::Node::Gelu, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
+      {xfb::Node::Floor, [](double v) { return std::floor(v); }},
+      {xfb::Node::Ceiling, [](double v) { return std::ceil(v); }},
+      {xfb::Node::Copy, [](double v) { return v; }},
+      {xfb::Node::Convert, [](double v) { return v; }},
+      {xfb::Node::Clamp, [](double v) { return std::clamp(v, -0.25, 0.5); }},
+  };
+  std::vector<float> x = Values(8, 0.7);
+  x[0] = -3.5f;  // hardswish's lower piece
+  x[1] = 3.25f;  // and its upper one
+  std::vector<float> positive(x.size());
+  for (size_t i = 0; i < x.size(); ++i) positive[i] = std::abs(x[i]) + 0.125f;
+  for (const Case& c : cases) {
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({8}, 0), out = w.Output({8}, 1);
+    XnnPayloadWriter::Range range;
+    if (c.type == xfb::Node::Clamp) range = std::array<float, 2>{-0.25f, 0.5f};
+    w.Unary(c.type, in, out, range);
+    const XnnpackCall call = XnnpackCall::Of(w.Build(), {{8}}, {{8}});
+    const std::vector<float>& input = c.positive ? positive : x;
+    ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {input}));
+    std::vector<double> want(input.size());
+    for (size_t i = 0; i < input.size(); ++i) want[i] = c.fn(input[i]);
+    ExpectNear(got[0], want, xfb::EnumNameNode(c.type));
+  }
+}
+
+TEST(XnnpackBackendTest, ActivationsWithParametersAndSoftmax) {
+  const std::vector<float> x = Values(6, 1.1), slope = {0.1f, 0.5f, -2.0f};
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({2, 3}, 0);
+  const uint32_t leaky = w.Output({2, 3}, 1), elu = w.Output({2, 3}, 2);
+  const uint32_t prelu = w.Output({2, 3}, 3), softmax = w.Output({2, 3}, 4);
+  w.Node(xfb::Node::LeakyRelu,
+         [=](auto& fbb) { return xfb::CreateLeakyRelu(fbb, 0.2f, in, leaky, 0).Union(); });
+  w.Node(xfb::Node::Elu, [=](auto& fbb) { return xfb::CreateElu(fbb, 0.5f, in, elu, 0).Union(); });
+  w.Binary(xfb::Node::PRelu, in, w.Constant({3}, slope), prelu);
+  w.Unary(xfb::Node::Softmax, in, softmax);
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{2, 3}}, {{2, 3}, {2, 3}, {2, 3}, {2, 3}});
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x}));
+  std::vector<double> want_leaky, want_elu, want_prelu, want_softmax;
+  for (int r = 0; r < 2; ++r) {
+    double sum = 0;
+    for (int i = 0; i < 3; ++i) sum += std::exp(static_cast<double>(x[r * 3 + i]));
+    for (int i = 0; i < 3; ++i) {
+      const double v = x[r * 3 + i];
+      want_leaky.push_back(v < 0 ? 0.2 * v : v);
+      want_elu.push_back(v < 0 ? 0.5 * (std::exp(v) - 1) : v);
+      want_prelu.push_back(v < 0 ? slope[i] * v : v);
+      want_softmax.push_back(std::exp(v) / sum);
+    }
+  }
+  ExpectNear(got[0], want_leaky, "leaky relu");
+  ExpectNear(got[1], want_elu, "elu");
+  ExpectNear(got[2], want_prelu, "prelu");
+  ExpectNear(got[3], want_softmax, "softmax");
+}
+
+TEST(XnnpackBackendTest, ReshapeTransposeSliceAndConcatenate) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6}, y = {7, 8}, z = {9, 10, 11, 12};
+  XnnPayloadWriter w;
+  const uint32_t a = w.Input({2, 3}, 0), b = w.Input({2, 1}, 1), c = w.Input({2, 2}, 2);
+  const uint32_t reshaped = w.Output({3, 2}, 3), transposed = w.Output({3, 2}, 4);
+  const uint32_t sliced = w.Output({2, 2}, 5), cat = w.Output({2, 5}, 6);
+  w.Reshape({3, 2}, a, reshaped);
+  w.Transpose({1, 0}, a, transposed);
+  w.Slice({0, 1}, {2, 2}, a, sliced);
+  w.Concatenate(1, {b, c, sliced}, cat);
+  const XnnpackCall call =
+      XnnpackCall::Of(w.Build(), {{2, 3}, {2, 1}, {2, 2}}, {{3, 2}, {3, 2}, {2, 2}, {2, 5}});
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x, y, z}));
+  EXPECT_THAT(got[0], ::testing::ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_THAT(got[1], ::testing::ElementsAre(1, 4, 2, 5, 3, 6));
+  EXPECT_THAT(got[2], ::testing::ElementsAre(2, 3, 5, 6));
+  EXPECT_THAT(got[3], ::testing::ElementsAre(7, 9, 10, 2, 3, 8, 11, 12, 5, 6));
+}
+
+TEST(XnnpackBackendTest, BatchMatrixMultiplyAndAttention) {
+  const std::vector<float> a = Values(2 * 2 * 3, 0.2), b = Values(2 * 3 * 2, 1.4);
+  const std::vector<float> q = Values(2 * 3, 0.3), k = Values(4 * 3, 0.8), v = Values(4 * 2, 1.9);
+  const std::vector<float> scale = {0.5f, 0.25f, 1.0f};
+  const std::vector<float> mask = {0, -1, 0, -1e9f, 0.5f, 0, 0, 0};
+  XnnPayloadWriter w;
+  const uint32_t ia = w.Input({2, 2, 3}, 0), ib = w.Input({2, 3, 2}, 1);
+  const uint32_t iq = w.Input({1, 2, 3}, 2), ik = w.Input({1, 4, 3}, 3), iv = w.Input({1, 4, 2}, 4);
+  const uint32_t bmm = w.Output({2, 2, 2}, 5), bmm_t = w.Output({2, 2, 3}, 6);
+  const uint32_t sdpa = w.Output({1, 2, 2}, 7);
+  w.Binary(xfb::Node::BatchMatrixMultiply, ia, ib, bmm);
+  // Flag 1: b is given as [batch, n, k], here a itself: a a^T per batch.
+  w.Binary(xfb::Node::BatchMatrixMultiply, ia, ia, bmm_t, kXnnTransposeWeights);
+  const uint32_t s = w.Constant({3}, scale), m = w.Constant({2, 4}, mask);
+  w.Node(xfb::Node::ScaledDotProductAttention, [=](auto& fbb) {
+    return xfb::CreateScaledDotProductAttention(fbb, iq, ik, iv, s, m, sdpa, 0).Union();
+  });
+  const XnnpackCall call =
+      XnnpackCall::Of(w.Build(), {{2, 2, 3}, {2, 3, 2}, {1, 2, 3}, {1, 4, 3}, {1, 4, 2}},
+                      {{2, 2, 2}, {2, 2, 2}, {1, 2, 2}});
+  // The call's second result is [2, 2, 2]: the graph declares [2, 2, 3] for it; refused below.
+  EXPECT_THAT(RunCall(call, {a, b, q, k, v}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("declares its output")));
+
+  XnnPayloadWriter w2;
+  const uint32_t ja = w2.Input({2, 2, 3}, 0), jb = w2.Input({2, 3, 2}, 1);
+  const uint32_t jq = w2.Input({1, 2, 3}, 2), jk = w2.Input({1, 4, 3}, 3);
+  const uint32_t jv = w2.Input({1, 4, 2}, 4);
+  const uint32_t o1 = w2.Output({2, 2, 2}, 5), o2 = w2.Output({2, 2, 2}, 6);
+  const uint32_t o3 = w2.Output({1, 2, 2}, 7);
+  w2.Binary(xfb::Node::BatchMatrixMultiply, ja, jb, o1);
+  w2.Binary(xfb::Node::BatchMatrixMultiply, ja, ja, o2, kXnnTransposeWeights);
+  const uint32_t s2 = w2.Constant({3}, scale), m2 = w2.Constant({2, 4}, mask);
+  w2.Node(xfb::Node::ScaledDotProductAttention, [=](auto& fbb) {
+    return xfb::CreateScaledDotProductAttention(fbb, jq, jk, jv, s2, m2, o3, 0).Union();
+  });
+  const XnnpackCall call2 =
+      XnnpackCall::Of(w2.Build(), {{2, 2, 3}, {2, 3, 2}, {1, 2, 3}, {1, 4, 3}, {1, 4, 2}},
+                      {{2, 2, 2}, {2, 2, 2}, {1, 2, 2}});
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call2, {a, b, q, k, v}));
+  std::vector<double> want_bmm, want_aat, want_sdpa;
+  for (int n = 0; n < 2; ++n) {
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        double acc = 0, aat = 0;
+        for (int t = 0; t < 3; ++t) {
+          acc += static_cast<double>(a[(n * 2 + i) * 3 + t]) * b[(n * 3 + t) * 2 + j];
+          aat += static_cast<double>(a[(n * 2 + i) * 3 + t]) * a[(n * 2 + j) * 3 + t];
+        }
+        want_bmm.push_back(acc);
+        want_aat.push_back(aat);
+      }
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    double scores[4], max = -INFINITY, sum = 0;
+    for (int j = 0; j < 4; ++j) {
+      scores[j] = mask[i * 4 + j];
+      for (int t = 0; t < 3; ++t) {
+        scores[j] += static_cast<double>(q[i * 3 + t]) * scale[t] * k[j * 3 + t];
+      }
+      max = std::max(max, scores[j]);
+    }
+    for (double& sc : scores) sum += (sc = std::exp(sc - max));
+    for (int d = 0; d < 2; ++d) {
+      double acc = 0;
+      for (int j = 0; j < 4; ++j) acc += scores[j] / sum * v[j * 2 + d];
+      want_sdpa.push_back(acc);
+    }
+  }
+  ExpectNear(got[0], want_bmm, "bmm");
+  ExpectNear(got[1], want_aat, "bmm, b transposed");
+  ExpectNear(got[2], want_sdpa, "sdpa");
+}
+
+// A channels-last argument: XNNPACK sees it as stored, [N, H, W, C]. (Delegate results are
+// row-major: the import refuses others.)
+TEST(XnnpackBackendTest, ArgumentsAreSeenAsStored) {
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({1, 2, 3, 2}, 0), out = w.Output({1, 2, 3, 2}, 1);
+  w.Unary(xfb::Node::Negate, in, out);
+  const XnnpackCall call =
+      XnnpackCall::Of(w.Build(), {{1, 2, 2, 3}}, {{1, 2, 3, 2}}, {{0, 2, 3, 1}});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(call.pte));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  // [N, C, H, W] = [1, 2, 2, 3] stored channels-last: element (c, h, w) at (h * 3 + w) * 2 + c.
+  std::vector<float> stored = Values(12, 0.4);
+  TensorRef ref = TensorRef::Contiguous(DType::kFloat32, {1, 2, 2, 3}, stored.data());
+  ref.strides = {12, 1, 6, 2};
+  ASSERT_OK(method->SetInput(0, TensorView(ref, Device::Host())));
+  ASSERT_OK(method->Execute());
+  // The result is [N, H, W, C] row-major: the stored order of the argument, negated.
+  const TensorView result = method->Output(0);
+  ASSERT_EQ(result.numel(), 12);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(result.data_as<float>()[i], -stored[i]) << i;
+}
+
+// Weights kept by key: in the data file (.ptd) as a blob without a tensor layout, which the
+// Program copies into its named data; a tensor entry of the data file is not named data.
+TEST(XnnpackBackendTest, NamedWeightsComeFromTheDataFile) {
+  const std::vector<float> weights = {2.0f, -3.0f, 0.5f};
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({3}, 0), out = w.Output({3}, 1);
+  w.Binary(xfb::Node::Multiply, in, w.NamedConstant({3}, "layer.weight", 12), out);
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{3}}, {{3}});
+  testing::PtdTensor blob;
+  blob.key = "layer.weight";
+  blob.bytes = testing::FloatBytes(weights);
+  blob.with_layout = false;
+  testing::PtdTensor tensor;
+  tensor.key = "other.tensor";
+  tensor.sizes = {1};
+  tensor.bytes = testing::FloatBytes({1.0f});
+  const std::vector<uint8_t> ptd = testing::BuildPtd({blob, tensor});
+  std::vector<uint64_t> aligned((ptd.size() + 7) / 8);
+  std::memcpy(aligned.data(), ptd.data(), ptd.size());
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Program> program,
+      Program::FromBytes(
+          call.pte,
+          absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(aligned.data()), ptd.size())));
+  aligned.assign(aligned.size(), 0);  // the data file is not needed after the load
+  EXPECT_NE(program->named_data().Find("layer.weight"), nullptr);
+  EXPECT_EQ(program->named_data().Find("other.tensor"), nullptr);
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {1.0f, 2.0f, 4.0f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {3}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* y = method->Output(0).data_as<float>();
+  EXPECT_THAT(std::vector<float>(y, y + 3), ::testing::ElementsAre(2.0f, -6.0f, 2.0f));
+
+  // Without the data file the key is missing, and loading says which.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> alone, Program::FromBytes(call.pte));
+  EXPECT_THAT(rt.LoadMethod(*alone, "forward").status(),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"layer.weight\"")));
+}
+
+absl::Status LoadStatus(const XnnPayloadWriter& w, std::vector<std::vector<int64_t>> args,
+                        std::vector<std::vector<int64_t>> results) {
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), args, results);
+  FERRY_ASSIGN_OR_RETURN(std::unique_ptr<Program> program, Program::FromBytes(call.pte));
+  Runtime rt;
+  return rt.LoadMethod(*program, "forward").status();
+}
+
+TEST(XnnpackBackendTest, UnsupportedNodesDatatypesAndFlagsAreRefusedByName) {
+  {
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({1, 2, 2, 1}, 0), out = w.Output({1, 4, 4, 1}, 1);
+    const uint32_t f = w.Constant({1, 3, 3, 1}, Values(9, 0.1));
+    XnnPayloadWriter::Conv p;
+    p.kernel = {3, 3};
+    p.group_in = 1;
+    p.group_out = 1;
+    w.Convolution(xfb::Node::ConvTranspose2d, p, in, f, kNone, out);
+    EXPECT_THAT(
+        LoadStatus(w, {{1, 2, 2, 1}}, {{1, 4, 4, 1}}),
+        StatusIs(absl::StatusCode::kUnimplemented,
+                 AllOf(HasSubstr("backend \"XnnpackBackend\" init failed"),
+                       HasSubstr("XNNPACK node 0 (ConvTranspose2d)"), HasSubstr("not supported"))));
+  }
+  {
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({1, 2, 2, 1}, 0), mid = w.Internal({1, 2, 2, 1});
+    const uint32_t out = w.Output({1, 4, 4, 1}, 1);
+    w.Unary(xfb::Node::Abs, in, mid);
+    w.Node(xfb::Node::StaticResizeBilinear2d, [=](auto& fbb) {
+      return xfb::CreateStaticResizeBilinear2d(fbb, 4, 4, mid, out, 0).Union();
+    });
+    EXPECT_THAT(
+        LoadStatus(w, {{1, 2, 2, 1}}, {{1, 4, 4, 1}}),
+        StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("node 1 (StaticResizeBilinear2D)")));
+  }
+  {
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({4}, 0), out = w.Output({4}, 1);
+    w.value(in).dtype = xfb::DataType::QInt8;
+    w.value(in).per_tensor = std::make_pair(0.5f, 3);
+    w.Unary(xfb::Node::Abs, in, out);
+    EXPECT_THAT(LoadStatus(w, {{4}}, {{4}}),
+                StatusIs(absl::StatusCode::kUnimplemented,
+                         AllOf(HasSubstr("value id 0 is qint8"), HasSubstr("float32 graphs"))));
+  }
+  {
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({1, 4, 4, 1}, 0), out = w.Output({1, 2, 2, 1}, 1);
+    XnnPayloadWriter::Conv p;
+    p.padding = {0, 1, 1, 0};
+    p.kernel = {2, 2};
+    p.stride = {2, 2};
+    w.Pooling(xfb::Node::MaxPooling2d, p, in, out);
+    EXPECT_THAT(LoadStatus(w, {{1, 4, 4, 1}}, {{1, 2, 2, 1}}),
+                StatusIs(absl::StatusCode::kUnimplemented, AllOf(HasSubstr("node 0 (MaxPooling2d)"),
+                                                                 HasSubstr("asymmetric padding"))));
+  }
+  {
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({2, 4}, 0), out = w.Output({2, 3}, 1);
+    w.FullyConnected(in, w.Constant({3, 4}, Values(12, 0.3)), kNone, out, 4);
+    EXPECT_THAT(LoadStatus(w, {{2, 4}}, {{2, 3}}),
+                StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("flags 0x4")));
+  }
+  {
+    // The graph has three external values; the call passes one argument and one result.
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({4}, 0), out = w.Output({4}, 2);
+    w.Input({4}, 1);
+    w.Unary(xfb::Node::Abs, in, out);
+    EXPECT_THAT(LoadStatus(w, {{4}}, {{4}}),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("3 external values, but the call passes 1 arguments")));
+  }
+  {
+    // The argument's shape is not what the graph reads.
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({4}, 0), out = w.Output({4}, 1);
+    w.Unary(xfb::Node::Abs, in, out);
+    EXPECT_THAT(LoadStatus(w, {{5}}, {{4}}),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("argument 0 is float32[5], but the XNNPACK graph reads it")));
+  }
+}
+
+// A backend registered under the built-in's name replaces it; a second one is refused.
+class RefusingBackend : public Backend {
+ public:
+  absl::string_view name() const override { return kXnnpackBackendName; }
+  bool SupportsDevice(DeviceType) const override { return true; }
+  absl::StatusOr<std::unique_ptr<DelegateInstance>> Init(const DelegateInit&) const override {
+    return absl::FailedPreconditionError("the application's own XNNPACK");
+  }
+};
+
+TEST(XnnpackBackendTest, ARegisteredBackendReplacesTheBuiltIn) {
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({4}, 0), out = w.Output({4}, 1);
+  w.Unary(xfb::Node::Abs, in, out);
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{4}}, {{4}});
+  Runtime rt;
+  EXPECT_TRUE(rt.IsBuiltInBackend(kXnnpackBackendName));
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {{-1, 2, -3, 4}}, &rt));
+  EXPECT_THAT(got[0], ::testing::ElementsAre(1, 2, 3, 4));
+
+  ASSERT_OK(rt.RegisterBackend(std::make_unique<RefusingBackend>()));
+  EXPECT_FALSE(rt.IsBuiltInBackend(kXnnpackBackendName));
+  EXPECT_THAT(
+      RunCall(call, {{-1, 2, -3, 4}}, &rt).status(),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("the application's own XNNPACK")));
+  EXPECT_THAT(rt.RegisterBackend(std::make_unique<RefusingBackend>()),
+              StatusIs(absl::StatusCode::kAlreadyExists));
+}
+
+}  // namespace
+}  // namespace ferry
