@@ -29,6 +29,9 @@
 //   expand(t, intlist)                   view with 0 strides; -1 keeps a size
 //   reshape(t, intlist), clone(t)        copies (reshape always copies)
 //   cat(int dim, t, t, ...)              same dtype, sizes equal except on dim
+//   constant_pad(t x, intlist pad, number value)
+//                                        ATen's constant_pad_nd: (before, after) pairs from the
+//                                        last dim backwards, negative amounts crop; float32, int64
 //   sym_size(t, int dim)                 reads only t's shape; int64 rank-0 result
 //   index_put_(t self, t indices, t values)
 //                                        writes self; indices int64 [n]; values broadcast to
@@ -52,6 +55,10 @@
 //                                        float32; x [N, C, L] or [N, C, H, W], w [O, C/groups, k...];
 //                                        lists of 1 or one entry per spatial dim; two results:
 //                                        the output and the im2col buffer (kernels/nn_ops.h)
+//   conv_transpose(t x, t w, intlist stride, intlist padding, intlist output_padding,
+//                  intlist dilation, int groups[, t bias])
+//                                        float32; ATen's transposed convolution, w [C, O/groups,
+//                                        k...]; each element scatters its products (no BLAS)
 //   batch_norm(t x, t|none w, t|none b, t mean, t var, number eps)   float32; x [N, C, ...]
 //   layer_norm(t x, intlist shape, t|none w, t|none b, number eps)   float32; over x's last dims
 //   max_pool2d(t x, intlist kernel, intlist stride, intlist padding, intlist dilation, bool ceil)

@@ -427,6 +427,137 @@ absl::Status ConvKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* cons
   return absl::OkStatus();
 }
 
+// ---- conv_transpose -------------------------------------------------------------------------
+//   conv_transpose(t x, t w, intlist stride, intlist padding, intlist output_padding,
+//                  intlist dilation, int groups[, t bias])
+//   ATen's transposed convolution: x [N, C, L] or [N, C, H, W]; w [C, O / groups, kL] or
+//   [C, O / groups, kH, kW]; bias [O]. Each spatial size out = (in - 1) * stride - 2 * padding +
+//   dilation * (k - 1) + output_padding + 1; output_padding is below stride or dilation.
+
+struct ConvTranspose {
+  Window g;  // oh, ow: the output's spatial sizes
+  int64_t groups = 1, o = 0, cg = 0, og = 0, oph = 0, opw = 0;
+  int spatial = 2;
+};
+
+absl::StatusOr<ConvTranspose> ReadConvTranspose(absl::Span<const OpArg> args) {
+  constexpr absl::string_view op = "conv_transpose";
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* w, TensorArg(op, args, 1));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 1, *w, DType::kFloat32));
+  ConvTranspose c;
+  if (x->rank != 3 && x->rank != 4) {
+    return OpError(op, "argument 0 has shape ", ShapeString(*x),
+                   ", expected [N, C, L] (1-D) or [N, C, H, W] (2-D)");
+  }
+  c.spatial = x->rank - 2;
+  FERRY_RETURN_IF_ERROR(ReadInput(op, *x, c.spatial, /*batch_optional=*/false, &c.g));
+  FERRY_ASSIGN_OR_RETURN(c.groups, IntArg(op, args, 6));
+  if (c.groups < 1 || c.g.c % c.groups != 0) {
+    return OpError(op, "argument 6 (groups) is ", c.groups, ", which does not divide the ", c.g.c,
+                   " input channels");
+  }
+  if (w->rank != x->rank || w->sizes[0] != c.g.c || w->sizes[1] > kMaxWindow) {
+    return OpError(op, "argument 1 (weight) has shape ", ShapeString(*w), ", expected [", c.g.c,
+                   ", O / groups", c.spatial == 2 ? ", kH, kW]" : ", kL]");
+  }
+  c.cg = c.g.c / c.groups;
+  c.og = w->sizes[1];
+  c.o = c.og * c.groups;
+  c.g.kw = w->sizes[w->rank - 1];
+  c.g.kh = c.spatial == 2 ? w->sizes[2] : 1;
+  if (c.g.kh < 1 || c.g.kw < 1 || c.g.kh > kMaxWindow || c.g.kw > kMaxWindow) {
+    return OpError(op, "argument 1 (weight) has shape ", ShapeString(*w),
+                   ", whose kernel is empty or larger than ", kMaxWindow);
+  }
+  FERRY_RETURN_IF_ERROR(ReadPair(op, args, 2, "stride", c.spatial, 1, nullptr, &c.g.sh, &c.g.sw));
+  FERRY_RETURN_IF_ERROR(ReadPair(op, args, 3, "padding", c.spatial, 0, nullptr, &c.g.ph, &c.g.pw));
+  FERRY_RETURN_IF_ERROR(
+      ReadPair(op, args, 4, "output_padding", c.spatial, 0, nullptr, &c.oph, &c.opw));
+  FERRY_RETURN_IF_ERROR(ReadPair(op, args, 5, "dilation", c.spatial, 1, nullptr, &c.g.dh, &c.g.dw));
+  if ((c.oph >= c.g.sh && c.oph >= c.g.dh) || (c.opw >= c.g.sw && c.opw >= c.g.dw)) {
+    return OpError(op,
+                   "argument 4 (output_padding) must be smaller than the stride or the "
+                   "dilation");
+  }
+  if (args.size() == 8) {
+    FERRY_ASSIGN_OR_RETURN(const TensorRef* bias, TensorArg(op, args, 7));
+    FERRY_RETURN_IF_ERROR(CheckDType(op, 7, *bias, DType::kFloat32));
+    if (bias->rank != 1 || bias->sizes[0] != c.o) {
+      return OpError(op, "argument 7 (bias) has shape ", ShapeString(*bias), ", expected [", c.o,
+                     "]");
+    }
+  }
+  // Every term is below 2^24 * 2^24 or the input's size: the sums stay inside int64.
+  c.g.oh = (c.g.h - 1) * c.g.sh - 2 * c.g.ph + c.g.dh * (c.g.kh - 1) + c.oph + 1;
+  c.g.ow = (c.g.w - 1) * c.g.sw - 2 * c.g.pw + c.g.dw * (c.g.kw - 1) + c.opw + 1;
+  if (c.g.h == 0 || c.g.w == 0 || c.g.oh < 1 || c.g.ow < 1) {
+    return OpError(op, "the input's spatial size [", c.g.h, ", ", c.g.w,
+                   "] gives an empty output [", c.g.oh, ", ", c.g.ow, "]");
+  }
+  return c;
+}
+
+absl::Status ConvTransposeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  FERRY_RETURN_IF_ERROR(CheckArity("conv_transpose", args, 7, 8, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const ConvTranspose c, ReadConvTranspose(args));
+  results[0].layout =
+      ContiguousLayout(DType::kFloat32, WindowOutSizes(*args[0].tensor, c.spatial, c.o, c.g));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+// Each input element adds its products with the kernel to the outputs it reaches:
+// out[n, g * og + k, y * sh - ph + ky * dh, x * sw - pw + kx * dw] +=
+//   x[n, g * cg + ci, y, x] * w[g * cg + ci, k, ky, kx], after out = bias.
+absl::Status ConvTransposeKernel(absl::Span<const OpArg> args,
+                                 absl::Span<TensorRef* const> results) {
+  FERRY_ASSIGN_OR_RETURN(const ConvTranspose c, ReadConvTranspose(args));
+  const Window& g = c.g;
+  const TensorRef& x = *args[0].tensor;
+  const TensorRef& w = *args[1].tensor;
+  const TensorRef& out = *results[0];
+  const TensorRef* bias = args.size() == 8 ? args[7].tensor : nullptr;
+  const int64_t w0 = w.strides[0], w1 = w.strides[1];
+  const int64_t wh = c.spatial == 2 ? w.strides[2] : 0, ww = w.strides[w.rank - 1];
+  const int64_t on = out.strides[0], oc = out.strides[1];
+  const int64_t ohs = c.spatial == 2 ? out.strides[2] : 0, ows = out.strides[out.rank - 1];
+  const float* xd = x.data_as<const float>();
+  const float* wd = w.data_as<const float>();
+  float* od = out.data_as<float>();
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t k = 0; k < c.o; ++k) {
+      const float b = bias != nullptr ? bias->data_as<const float>()[k * bias->strides[0]] : 0.0f;
+      for (int64_t y = 0; y < g.oh; ++y) {
+        for (int64_t xx = 0; xx < g.ow; ++xx) od[n * on + k * oc + y * ohs + xx * ows] = b;
+      }
+    }
+    for (int64_t ci = 0; ci < g.c; ++ci) {
+      const int64_t group = ci / c.cg;
+      for (int64_t iy = 0; iy < g.h; ++iy) {
+        for (int64_t ix = 0; ix < g.w; ++ix) {
+          const float v = xd[n * g.xn + ci * g.xc + iy * g.xh + ix * g.xw];
+          for (int64_t k = 0; k < c.og; ++k) {
+            float* plane = od + n * on + (group * c.og + k) * oc;
+            const float* kernel = wd + ci * w0 + k * w1;
+            for (int64_t ky = 0; ky < g.kh; ++ky) {
+              const int64_t oy = iy * g.sh - g.ph + ky * g.dh;
+              if (oy < 0 || oy >= g.oh) continue;
+              for (int64_t kx = 0; kx < g.kw; ++kx) {
+                const int64_t ox = ix * g.sw - g.pw + kx * g.dw;
+                if (ox < 0 || ox >= g.ow) continue;
+                plane[oy * ohs + ox * ows] += v * kernel[ky * wh + kx * ww];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // ---- batch_norm -----------------------------------------------------------------------------
 //   batch_norm(t x, t|none weight, t|none bias, t mean, t var, number eps)
 //   x [N, C, ...]; weight, bias, mean, var [C]: (x - mean) / sqrt(var + eps) * weight + bias.
@@ -821,6 +952,8 @@ absl::Status AdaptiveAvgPoolKernel(absl::Span<const OpArg> args,
 
 absl::Status RegisterNnOps(OpRegistry& registry) {
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("conv", 6, 7, 2, &ConvInfer, &ConvKernel)));
+  FERRY_RETURN_IF_ERROR(registry.Register(
+      MakeSchema("conv_transpose", 7, 8, 1, &ConvTransposeInfer, &ConvTransposeKernel)));
   FERRY_RETURN_IF_ERROR(
       registry.Register(MakeSchema("batch_norm", 6, 6, 1, &BatchNormInfer, &BatchNormKernel)));
   FERRY_RETURN_IF_ERROR(

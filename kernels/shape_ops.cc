@@ -6,6 +6,7 @@
 // here takes every dtype: copies move elements by their size.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -428,6 +429,83 @@ absl::Status CatKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const
   return absl::OkStatus();
 }
 
+// ---- constant_pad ---------------------------------------------------------------------------
+
+// ATen's constant_pad_nd: `pad` holds (before, after) pairs from the last dim backwards; a
+// negative amount removes elements. Per dim of x: how much comes before it in the result.
+absl::StatusOr<std::vector<int64_t>> PadSizes(absl::string_view op, const TensorRef& x,
+                                              const std::vector<int64_t>& pad,
+                                              std::vector<int64_t>* before) {
+  if (pad.size() % 2 != 0 || pad.size() > 2 * static_cast<size_t>(x.rank)) {
+    return OpError(op, "the padding has ", pad.size(), " entries; it takes pairs, at most ",
+                   2 * x.rank, " for an input of rank ", x.rank);
+  }
+  std::vector<int64_t> sizes(Sizes(x).begin(), Sizes(x).end());
+  before->assign(x.rank, 0);
+  for (size_t p = 0; p < pad.size() / 2; ++p) {
+    const int d = x.rank - 1 - static_cast<int>(p);
+    int64_t size = 0;
+    if (std::abs(pad[2 * p]) > (int64_t{1} << 40) ||
+        std::abs(pad[2 * p + 1]) > (int64_t{1} << 40) ||
+        __builtin_add_overflow(sizes[d], pad[2 * p] + pad[2 * p + 1], &size) || size < 0) {
+      return OpError(op, "padding (", pad[2 * p], ", ", pad[2 * p + 1], ") of dimension ", d,
+                     " (size ", sizes[d], ") gives no valid size");
+    }
+    sizes[d] = size;
+    (*before)[d] = pad[2 * p];
+  }
+  return sizes;
+}
+
+absl::Status ConstantPadInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  constexpr absl::string_view op = "constant_pad";
+  FERRY_RETURN_IF_ERROR(CheckArity(op, args, 3, 3, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(const std::vector<int64_t>* pad, IntListArg(op, args, 1));
+  FERRY_ASSIGN_OR_RETURN(const Scalar* value, NumberArg(op, args, 2));
+  FERRY_RETURN_IF_ERROR(CheckNumberFits(op, 2, *value, x->dtype));
+  std::vector<int64_t> before;
+  FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, PadSizes(op, *x, *pad, &before));
+  results[0].layout = ContiguousLayout(x->dtype, sizes);
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+template <typename T>
+void Fill(const TensorRef& out, T value) {
+  std::fill_n(out.data_as<T>(), out.numel(), value);
+}
+
+absl::Status ConstantPadKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  const TensorRef& out = *results[0];
+  const TensorRef& x = *args[0].tensor;
+  const Scalar& value = *args[2].scalar;
+  if (out.dtype == DType::kFloat32) {
+    Fill<float>(out, static_cast<float>(value.AsDouble()));
+  } else {
+    Fill<int64_t>(out, value.kind == Scalar::Kind::kDouble ? static_cast<int64_t>(value.d)
+                       : value.kind == Scalar::Kind::kBool ? int64_t{value.b}
+                                                           : value.i);
+  }
+  // The part of x that survives, copied to where it lands.
+  TensorRef src = x, dst = out;
+  const int64_t element = static_cast<int64_t>(x.element_size());
+  const std::vector<int64_t>& pad = args[1].scalar->list;
+  for (int d = 0; d < x.rank; ++d) {
+    const size_t p = static_cast<size_t>(x.rank - 1 - d);
+    const int64_t before = 2 * p < pad.size() ? pad[2 * p] : 0;
+    const int64_t src_start = std::max<int64_t>(0, -before);
+    const int64_t dst_start = std::max<int64_t>(0, before);
+    const int64_t len = std::min(x.sizes[d] - src_start, out.sizes[d] - dst_start);
+    if (len <= 0) return absl::OkStatus();
+    src.data = static_cast<char*>(src.data) + src_start * x.strides[d] * element;
+    dst.data = static_cast<char*>(dst.data) + dst_start * out.strides[d] * element;
+    src.sizes[d] = dst.sizes[d] = len;
+  }
+  BroadcastCopy(dst, src);
+  return absl::OkStatus();
+}
+
 // ---- sym_size -------------------------------------------------------------------------------
 
 absl::Status SymSizeInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
@@ -475,6 +553,8 @@ absl::Status RegisterShapeOps(OpRegistry& registry) {
       registry.Register(MakeSchema("reshape", 2, 2, 1, &ReshapeInfer, &ReshapeKernel)));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("clone", 1, 1, 1, &CloneInfer, &CloneKernel)));
   FERRY_RETURN_IF_ERROR(registry.Register(MakeSchema("cat", 2, -1, 1, &CatInfer, &CatKernel)));
+  FERRY_RETURN_IF_ERROR(registry.Register(
+      MakeSchema("constant_pad", 3, 3, 1, &ConstantPadInfer, &ConstantPadKernel)));
   return registry.Register(MakeSchema("sym_size", 2, 2, 1, &SymSizeInfer, &SymSizeKernel, {}, {},
                                       /*shape_only_args=*/{0}));
 }

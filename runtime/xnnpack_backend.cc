@@ -196,16 +196,20 @@ class Translator {
 
   // A constant filter with its dimensions reordered: out[j...] = in[...] where out's dim d is
   // in's dim perm[d]. Non-constant filters are permuted as views.
+  // `final_dims`, when given, reshapes the permuted filter (the same elements in order).
   absl::StatusOr<ValueId> PermutedFilter(const XnnNode& node, uint32_t id,
                                          const std::vector<int64_t>& in_dims,
-                                         const std::vector<int64_t>& perm) {
+                                         const std::vector<int64_t>& perm,
+                                         std::vector<int64_t> final_dims = {}) {
     const int64_t at = IndexOf(id);
     const XnnValue& v = graph_.values[at];
     FERRY_RETURN_IF_ERROR(CheckFloat(v, XnnGraph::NodeLabel(node)));
     if (!v.is_constant) {
       FERRY_ASSIGN_OR_RETURN(ValueId w, In(node, id));
       if (in_dims != v.dims) w = m_.Op("reshape", {w, m_.IntList(in_dims)});
-      return Permute(w, perm);
+      w = Permute(w, perm);
+      if (!final_dims.empty()) w = m_.Op("reshape", {w, m_.IntList(final_dims)});
+      return w;
     }
     int64_t want = 1, have = 1;
     for (int64_t d : in_dims) want *= d;
@@ -233,8 +237,8 @@ class Translator {
         index[d] = 0;
       }
     }
-    return m_.ConstantF32(absl::StrCat("xnnpack value ", v.id, " (reordered)"), out_dims,
-                          std::move(out));
+    return m_.ConstantF32(absl::StrCat("xnnpack value ", v.id, " (reordered)"),
+                          final_dims.empty() ? out_dims : final_dims, std::move(out));
   }
 
   absl::Status CheckFlags(const XnnNode& node, uint32_t allowed) const {
@@ -349,6 +353,8 @@ class Translator {
       case XnnNodeType::kConv2d:
       case XnnNodeType::kDepthwiseConv2d:
         return Convolution(node);
+      case XnnNodeType::kConvTranspose2d:
+        return ConvTranspose(node);
       case XnnNodeType::kMaxPooling2d:
       case XnnNodeType::kAvgPooling2d:
         return Pooling(node);
@@ -451,10 +457,26 @@ class Translator {
       }
       case XnnNodeType::kScaledDotProductAttention:
         return Attention(node);
+      case XnnNodeType::kStaticConstantPad: {
+        FERRY_RETURN_IF_ERROR(CheckFlags(node, 0));
+        FERRY_ASSIGN_OR_RETURN(ValueId x, In(node, node.inputs[0]));
+        const int rank = m_.meta(x).rank();
+        if (node.list.size() != static_cast<size_t>(rank) ||
+            node.list2.size() != node.list.size()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("XNNPACK ", XnnGraph::NodeLabel(node), ": ", node.list.size(), " and ",
+                           node.list2.size(), " paddings for an input of rank ", rank));
+        }
+        // (before, after) pairs from the last dim backwards.
+        std::vector<int64_t> pad;
+        for (int d = rank - 1; d >= 0; --d) {
+          pad.push_back(node.list[d]);
+          pad.push_back(node.list2[d]);
+        }
+        return m_.Op("constant_pad", {x, m_.IntList(std::move(pad)), m_.Double(node.alpha)});
+      }
       case XnnNodeType::kStaticResizeBilinear2d:
-      case XnnNodeType::kStaticConstantPad:
       case XnnNodeType::kArgMaxPooling2d:
-      case XnnNodeType::kConvTranspose2d:
         break;
     }
     return Refuse(node, "this node type is not supported by Ferry's XNNPACK backend yet");
@@ -525,6 +547,38 @@ class Translator {
     const std::vector<ValueId> results = m_.HostOp("conv", std::move(args));
     nhwc_after_ = true;
     return results[0];
+  }
+
+  // A transposed convolution (XNNPACK's deconvolution): NHWC in and out, the filter
+  // [groups * out per group, kh, kw, in per group]; Ferry's conv_transpose is NCHW with the filter
+  // [in, out per group, kh, kw], reordered once at load.
+  absl::StatusOr<ValueId> ConvTranspose(const XnnNode& node) {
+    FERRY_RETURN_IF_ERROR(CheckFlags(node, 0));
+    FERRY_RETURN_IF_ERROR(SymmetricPadding(node));
+    FERRY_ASSIGN_OR_RETURN(ValueId x, In(node, node.inputs[0]));
+    const XnnValue& filter = *graph_.value(node.inputs[1]);
+    if (m_.meta(x).rank() != 4 || filter.dims.size() != 4) {
+      return Refuse(node, absl::StrCat("its input is ", m_.meta(x).ToString(), " and its filter ",
+                                       Shape(filter.dims), "; both have rank 4"));
+    }
+    const int64_t groups = node.groups, kh = node.kernel[0], kw = node.kernel[1];
+    const int64_t og = node.group_output_channels, cg = node.group_input_channels;
+    FERRY_ASSIGN_OR_RETURN(ValueId w, PermutedFilter(node, node.inputs[1], {groups, og, kh, kw, cg},
+                                                     {0, 4, 1, 2, 3}, {groups * cg, og, kh, kw}));
+    std::vector<ValueId> args = {ToNchw(x),
+                                 w,
+                                 m_.IntList({node.stride[0], node.stride[1]}),
+                                 m_.IntList({node.padding[0], node.padding[1]}),
+                                 m_.IntList({node.adjustment[0], node.adjustment[1]}),
+                                 m_.IntList({node.dilation[0], node.dilation[1]}),
+                                 m_.Int(groups)};
+    if (node.inputs[2] != kXnnNoValue) {
+      FERRY_ASSIGN_OR_RETURN(ValueId bias, In(node, node.inputs[2]));
+      args.push_back(bias);
+    }
+    const ValueId y = m_.Op("conv_transpose", std::move(args));
+    nhwc_after_ = true;
+    return y;
   }
 
   absl::StatusOr<ValueId> Pooling(const XnnNode& node) {

@@ -2,6 +2,7 @@
 // ATen's definitions: conv (1-D, 2-D, groups, depthwise, pointwise, strided inputs, with and
 // without the host BLAS), batch_norm, layer_norm, the three poolings; shapes checked by hand;
 // refusals naming the argument.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -219,6 +220,81 @@ TEST(ConvTest, BadArgumentsAreRefusedNamingThem) {
 }
 
 // ---- batch_norm, layer_norm -----------------------------------------------------------------
+
+// ---- conv_transpose -------------------------------------------------------------------------
+
+// ATen's transposed convolution from its definition, by gathering: out[n, o, oy, ox] = bias[o] +
+// sum over the group's input channels c and taps (ky, kx) with oy = iy*s - p + ky*d (and so for
+// x) of x[n, c, iy, ix] * w[c, o % og, ky, kx]. A rank-3 tensor is read as [N, C, 1, L].
+double ConvTransposeRef(const TensorRef& x, const TensorRef& w, const TensorRef* bias,
+                        const std::array<int64_t, 2>& s, const std::array<int64_t, 2>& p,
+                        const std::array<int64_t, 2>& d, int64_t groups, const Index& o) {
+  const bool one_d = x.rank == 3;
+  const int64_t n = o[0], oc = o[1], oy = one_d ? 0 : o[2], ox = o.back();
+  const int64_t og = w.sizes[1], cg = x.sizes[1] / groups;
+  const int64_t kh = one_d ? 1 : w.sizes[2], kw = w.sizes[w.rank - 1];
+  const int64_t h = one_d ? 1 : x.sizes[2], wd = x.sizes[x.rank - 1];
+  double acc = bias != nullptr ? Get(*bias, {oc}) : 0.0;
+  for (int64_t ci = 0; ci < cg; ++ci) {
+    const int64_t ic = (oc / og) * cg + ci;
+    for (int64_t iy = 0; iy < h; ++iy) {
+      for (int64_t ix = 0; ix < wd; ++ix) {
+        for (int64_t ky = 0; ky < kh; ++ky) {
+          for (int64_t kx = 0; kx < kw; ++kx) {
+            if (iy * s[0] - p[0] + ky * d[0] != oy || ix * s[1] - p[1] + kx * d[1] != ox) continue;
+            const double xv = one_d ? Get(x, {n, ic, ix}) : Get(x, {n, ic, iy, ix});
+            const double wv = one_d ? Get(w, {ic, oc % og, kx}) : Get(w, {ic, oc % og, ky, kx});
+            acc += xv * wv;
+          }
+        }
+      }
+    }
+  }
+  return acc;
+}
+
+TEST(ConvTransposeTest, TwoDAndOneDWithStridePaddingOutputPaddingDilationAndGroups) {
+  // 2-D: x [2, 4, 3, 2] (strided), w [4, 3, 2, 3], two groups -> 6 channels; stride (2, 3),
+  // padding (1, 0), output_padding (1, 2), dilation (1, 2):
+  // h: (3-1)*2 - 2 + 1*(2-1) + 1 + 1 = 5; w: (2-1)*3 - 0 + 2*(3-1) + 2 + 1 = 10.
+  TestTensor base = TestTensor::Filled(DType::kFloat32, {2, 4, 2, 3}, 1);
+  TensorRef x = base.View({2, 4, 3, 2}, {24, 6, 1, 3});
+  TestTensor w = TestTensor::Filled(DType::kFloat32, {4, 3, 2, 3}, 2);
+  TestTensor b = TestTensor::Filled(DType::kFloat32, {6}, 3);
+  const Scalar stride = Scalar::IntList({2, 3}), padding = Scalar::IntList({1, 0});
+  const Scalar out_pad = Scalar::IntList({1, 2}), dilation = Scalar::IntList({1, 2});
+  const Scalar groups = Scalar::Int(2);
+  OpRun run = RunOp(Op("conv_transpose"),
+                    {T(x), T(w), S(stride), S(padding), S(out_pad), S(dilation), S(groups), T(b)});
+  ASSERT_OK(run.infer_status);
+  ASSERT_OK(run.kernel_status);
+  ASSERT_EQ(SizesOf(run.results[0]), (std::vector<int64_t>{2, 6, 5, 10}));
+  ExpectAll(run.results[0], [&](const Index& o) {
+    return ConvTransposeRef(x, w.ref(), b.ptr(), {2, 3}, {1, 0}, {1, 2}, 2, o);
+  });
+
+  // 1-D without bias: x [1, 2, 4], w [2, 2, 3], stride 2, no padding: (4-1)*2 + 2 + 1 = 9.
+  TestTensor x1 = TestTensor::Filled(DType::kFloat32, {1, 2, 4}, 4);
+  TestTensor w1 = TestTensor::Filled(DType::kFloat32, {2, 2, 3}, 5);
+  const Scalar two = Scalar::IntList({2}), zero = Scalar::IntList({0}), one = Scalar::IntList({1});
+  const Scalar g1 = Scalar::Int(1);
+  OpRun one_d =
+      RunOp(Op("conv_transpose"), {T(x1), T(w1), S(two), S(zero), S(zero), S(one), S(g1)});
+  ASSERT_OK(one_d.kernel_status);
+  ASSERT_EQ(SizesOf(one_d.results[0]), (std::vector<int64_t>{1, 2, 9}));
+  ExpectAll(one_d.results[0], [&](const Index& o) {
+    return ConvTransposeRef(x1.ref(), w1.ref(), nullptr, {1, 2}, {0, 0}, {1, 1}, 1, o);
+  });
+
+  // output_padding must be below the stride or the dilation; the weight's in channels match x.
+  EXPECT_THAT(
+      InferOnly(Op("conv_transpose"), {T(x1), T(w1), S(two), S(zero), S(two), S(one), S(g1)}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("output_padding")));
+  TestTensor wrong = TestTensor::Filled(DType::kFloat32, {3, 2, 3});
+  EXPECT_THAT(
+      InferOnly(Op("conv_transpose"), {T(x1), T(wrong), S(two), S(zero), S(zero), S(one), S(g1)}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("argument 1 (weight)")));
+}
 
 TEST(BatchNormTest, PerChannelWithAndWithoutWeightAndBiasOnAStridedInput) {
   // [2, 3, 4] values stored as [2, 4, 3].

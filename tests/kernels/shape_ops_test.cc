@@ -323,6 +323,53 @@ TEST(CatTest, Int64AlongDimZeroAndRejections) {
               StatusIs(absl::StatusCode::kInvalidArgument, "cat: argument 0 must be an int"));
 }
 
+// constant_pad against a naive reference: out[i] = x[i - before] where that is inside x, else the
+// value; (before, after) pairs from the last dim backwards, negative amounts crop.
+TEST(ConstantPadTest, PadsAndCropsEachDimLikeConstantPadNd) {
+  TestTensor base = TestTensor::Filled(DType::kFloat32, {3, 2}, 1);
+  TensorRef x = base.View({2, 3}, {1, 2});  // a transposed, strided [2, 3]
+  struct Case {
+    std::vector<int64_t> pad;
+    std::vector<int64_t> sizes;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2}, {2, 6}},          // last dim only
+      {{0, 1, 2, 0}, {4, 4}},    // both dims
+      {{-1, 1, 1, -1}, {2, 3}},  // crop one side, pad the other
+      {{}, {2, 3}},              // nothing
+      {{-3, 0}, {2, 0}},         // cropped away entirely
+  };
+  for (const Case& c : cases) {
+    const Scalar pad = Scalar::IntList(c.pad), value = Scalar::Double(-7.5);
+    OpRun run = RunOp(Op("constant_pad"), {T(x), S(pad), S(value)});
+    ASSERT_OK(run.infer_status) << c.pad.size();
+    ASSERT_OK(run.kernel_status);
+    ASSERT_EQ(SizesOf(run.results[0]), c.sizes);
+    std::vector<int64_t> before(2, 0);
+    for (size_t p = 0; p < c.pad.size() / 2; ++p) before[1 - p] = c.pad[2 * p];
+    ForEachIndex(c.sizes, [&](const Index& idx) {
+      const int64_t i = idx[0] - before[0], j = idx[1] - before[1];
+      const double want = i >= 0 && i < 2 && j >= 0 && j < 3 ? Get(x, {i, j}) : -7.5;
+      EXPECT_EQ(Get(run.results[0], idx), want) << idx[0] << "," << idx[1];
+    });
+  }
+  TestTensor ints = TestTensor::Int({2}, {4, 5});
+  const Scalar pad = Scalar::IntList({1, 1}), nine = Scalar::Int(9);
+  OpRun run = RunOp(Op("constant_pad"), {T(ints), S(pad), S(nine)});
+  ASSERT_OK(run.kernel_status);
+  const int64_t want[] = {9, 4, 5, 9};
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(GetInt(run.results[0], {i}), want[i]);
+
+  const Scalar odd = Scalar::IntList({1}), too_many = Scalar::IntList({1, 1, 1, 1, 1, 1});
+  const Scalar negative = Scalar::IntList({-2, -2});
+  EXPECT_THAT(InferOnly(Op("constant_pad"), {T(x), S(odd), S(nine)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("takes pairs")));
+  EXPECT_THAT(InferOnly(Op("constant_pad"), {T(x), S(too_many), S(nine)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 4")));
+  EXPECT_THAT(InferOnly(Op("constant_pad"), {T(x), S(negative), S(nine)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gives no valid size")));
+}
+
 TEST(SymSizeTest, ReadsShapeOnly) {
   const OpSchema& schema = Op("sym_size");
   EXPECT_THAT(schema.shape_only_args, ElementsAre(0));

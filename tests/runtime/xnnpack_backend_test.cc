@@ -14,8 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "ferry/base/status_macros.h"
 #include "ferry/loader/executorch/xnnpack_reader.h"
+#include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
 #include "ferry/runtime/backend.h"
+#include "ferry/runtime/plan_printer.h"
 #include "ferry/runtime/runtime.h"
 #include "ferry/runtime/tensor_view.h"
 #include "gmock/gmock.h"
@@ -241,6 +243,54 @@ TEST(XnnpackBackendTest, DepthwiseConv2dWithAChannelMultiplier) {
   ExpectNear(got[0], ConvNhwc(x, h, wd, c, grouped, bias, out_c, k, 1, 1, c, h, wd), "depthwise");
 }
 
+// XNNPACK's deconvolution: NHWC, the filter [groups * out per group, kh, kw, in per group]; two
+// groups, stride 2, padding 1, adjustment 1, a bias.
+TEST(XnnpackBackendTest, ConvTranspose2dInTwoGroups) {
+  const int h = 3, wd = 2, c = 4, groups = 2, cg = 2, og = 3, k = 3, out_c = groups * og;
+  const int oh = (h - 1) * 2 - 2 + (k - 1) + 1 + 1, ow = (wd - 1) * 2 - 2 + (k - 1) + 1 + 1;
+  const std::vector<float> x = Values(h * wd * c, 0.6);  // NHWC
+  const std::vector<float> filter = Values(out_c * k * k * cg, 1.3), bias = Values(out_c, 2.2);
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({1, h, wd, c}, 0), out = w.Output({1, oh, ow, out_c}, 1);
+  XnnPayloadWriter::Conv p;
+  p.padding = {1, 1, 1, 1};
+  p.kernel = {k, k};
+  p.stride = {2, 2};
+  p.groups = groups;
+  p.group_in = cg;
+  p.group_out = og;
+  p.adjustment = {1, 1};
+  w.Convolution(xfb::Node::ConvTranspose2d, p, in, w.Constant({out_c, k, k, cg}, filter),
+                w.Constant({out_c}, bias), out);
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{1, h, wd, c}}, {{1, oh, ow, out_c}});
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x}));
+  std::vector<double> want(static_cast<size_t>(oh) * ow * out_c);
+  for (int y = 0; y < oh; ++y) {
+    for (int xx = 0; xx < ow; ++xx) {
+      for (int o = 0; o < out_c; ++o) want[(y * ow + xx) * out_c + o] = bias[o];
+    }
+  }
+  for (int iy = 0; iy < h; ++iy) {
+    for (int ix = 0; ix < wd; ++ix) {
+      for (int ci = 0; ci < c; ++ci) {
+        const int g = ci / cg;
+        for (int k2 = 0; k2 < og; ++k2) {
+          const int o = g * og + k2;
+          for (int ky = 0; ky < k; ++ky) {
+            for (int kx = 0; kx < k; ++kx) {
+              const int y = iy * 2 - 1 + ky, xx = ix * 2 - 1 + kx;
+              if (y < 0 || y >= oh || xx < 0 || xx >= ow) continue;
+              want[(y * ow + xx) * out_c + o] += static_cast<double>(x[(iy * wd + ix) * c + ci]) *
+                                                 filter[((o * k + ky) * k + kx) * cg + ci % cg];
+            }
+          }
+        }
+      }
+    }
+  }
+  ExpectNear(got[0], want, "deconvolution");
+}
+
 TEST(XnnpackBackendTest, MaxAverageAndGlobalPoolingOverNhwc) {
   const int h = 5, wd = 5, c = 2;
   const std::vector<float> x = Values(h * wd * c, 0.5);
@@ -372,7 +422,7 @@ TEST(XnnpackBackendTest, ActivationsWithParametersAndSoftmax) {
   ExpectNear(got[3], want_softmax, "softmax");
 }
 
-TEST(XnnpackBackendTest, ReshapeTransposeSliceAndConcatenate) {
+TEST(XnnpackBackendTest, ReshapeTransposeSliceConcatenateAndPad) {
   const std::vector<float> x = {1, 2, 3, 4, 5, 6}, y = {7, 8}, z = {9, 10, 11, 12};
   XnnPayloadWriter w;
   const uint32_t a = w.Input({2, 3}, 0), b = w.Input({2, 1}, 1), c = w.Input({2, 2}, 2);
@@ -382,13 +432,20 @@ TEST(XnnpackBackendTest, ReshapeTransposeSliceAndConcatenate) {
   w.Transpose({1, 0}, a, transposed);
   w.Slice({0, 1}, {2, 2}, a, sliced);
   w.Concatenate(1, {b, c, sliced}, cat);
-  const XnnpackCall call =
-      XnnpackCall::Of(w.Build(), {{2, 3}, {2, 1}, {2, 2}}, {{3, 2}, {3, 2}, {2, 2}, {2, 5}});
+  const uint32_t padded = w.Output({3, 4}, 7);
+  w.Node(xfb::Node::StaticConstantPad, [=](auto& fbb) {
+    const std::vector<uint32_t> before = {1, 0}, after = {0, 1};
+    return xfb::CreateStaticConstantPadDirect(fbb, &before, &after, -1.0f, a, padded, 0).Union();
+  });
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{2, 3}, {2, 1}, {2, 2}},
+                                           {{3, 2}, {3, 2}, {2, 2}, {2, 5}, {3, 4}});
   ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x, y, z}));
   EXPECT_THAT(got[0], ::testing::ElementsAre(1, 2, 3, 4, 5, 6));
   EXPECT_THAT(got[1], ::testing::ElementsAre(1, 4, 2, 5, 3, 6));
   EXPECT_THAT(got[2], ::testing::ElementsAre(2, 3, 5, 6));
   EXPECT_THAT(got[3], ::testing::ElementsAre(7, 9, 10, 2, 3, 8, 11, 12, 5, 6));
+  // One row before, one column after, filled with -1.
+  EXPECT_THAT(got[4], ::testing::ElementsAre(-1, -1, -1, -1, 1, 2, 3, -1, 4, 5, 6, -1));
 }
 
 TEST(XnnpackBackendTest, BatchMatrixMultiplyAndAttention) {
@@ -530,6 +587,68 @@ TEST(XnnpackBackendTest, NamedWeightsComeFromTheDataFile) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"layer.weight\"")));
 }
 
+// An XNNPACK call after a delegate on cuda:0 (sim:0 without a GPU): the XNNPACK call runs on the
+// host, so placement copies the device delegate's result to the host before it, per call, as for
+// any host delegate. forward(x) = -(x * x).
+TEST(XnnpackBackendTest, PlacementCopiesAroundItFromADeviceDelegate) {
+  ProgramBuilder sub;
+  MethodBuilder& g = sub.AddMethod("main");
+  const ValueId a = g.Input("a", DType::kFloat32, {4});
+  g.Output(g.Op("mul", {a, a}));
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint8_t> square, sub.Build());
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({4}, 0), out = w.Output({4}, 1);
+  w.Unary(xfb::Node::Negate, in, out);
+  const std::vector<uint8_t> negate = w.Build();
+
+  EtProgram p;
+  EtMethod m;
+  m.name = "forward";
+  m.values = {testing::FloatTensor({4}), testing::FloatTensor({4}), testing::FloatTensor({4})};
+  m.inputs = {0};
+  m.outputs = {2};
+  EtDelegate on_device;
+  on_device.backend_id = "FerryGraphBackend";
+  on_device.compile_specs.emplace_back("target_device", "cuda:0");
+  on_device.payload = square;
+  EtDelegate xnnpack;
+  xnnpack.backend_id = kXnnpackBackendName;
+  xnnpack.payload = negate;
+  m.delegates = {on_device, xnnpack};
+  EtInstruction first, second;
+  first.kind = second.kind = EtInstructionKind::kDelegateCall;
+  first.delegate_index = 0;
+  first.args = {0, 1};
+  second.delegate_index = 1;
+  second.args = {1, 2};
+  m.instructions = {first, second};
+  p.methods.push_back(std::move(m));
+  const std::vector<uint8_t> pte = testing::WritePte(p);
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(pte));
+  Runtime rt;
+  ASSERT_OK(rt.RegisterBackend(
+      std::make_unique<testing::RenamedBackend>("FerryGraphBackend", MakeGraphBackend())));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  const PlacementPlan& plan = method->plan().placement;
+  ASSERT_EQ(plan.nodes.size(), 2u);
+  EXPECT_FALSE(plan.nodes[0].device.is_host());
+  EXPECT_TRUE(plan.nodes[1].device.is_host());
+  int to_device = 0, to_host = 0;
+  for (const CopyStep& c : plan.copies) {
+    EXPECT_EQ(c.timing, CopyTiming::kPerCall);
+    to_device += c.direction == CopyDirection::kHostToDevice;
+    to_host += c.direction == CopyDirection::kDeviceToHost && c.node == 1;
+  }
+  EXPECT_EQ(to_device, 1);  // x, to the device delegate
+  EXPECT_EQ(to_host, 1);    // its result, to the XNNPACK call
+  std::vector<float> x = {1.5f, -2.0f, 0.5f, 3.0f};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {4}, x.data())));
+  ASSERT_OK(method->Execute());
+  const float* y = method->Output(0).data_as<float>();
+  EXPECT_THAT(std::vector<float>(y, y + 4), ::testing::ElementsAre(-2.25f, -4.0f, -0.25f, -9.0f));
+}
+
 absl::Status LoadStatus(const XnnPayloadWriter& w, std::vector<std::vector<int64_t>> args,
                         std::vector<std::vector<int64_t>> results) {
   const XnnpackCall call = XnnpackCall::Of(w.Build(), args, results);
@@ -541,18 +660,17 @@ absl::Status LoadStatus(const XnnPayloadWriter& w, std::vector<std::vector<int64
 TEST(XnnpackBackendTest, UnsupportedNodesDatatypesAndFlagsAreRefusedByName) {
   {
     XnnPayloadWriter w;
-    const uint32_t in = w.Input({1, 2, 2, 1}, 0), out = w.Output({1, 4, 4, 1}, 1);
-    const uint32_t f = w.Constant({1, 3, 3, 1}, Values(9, 0.1));
-    XnnPayloadWriter::Conv p;
-    p.kernel = {3, 3};
-    p.group_in = 1;
-    p.group_out = 1;
-    w.Convolution(xfb::Node::ConvTranspose2d, p, in, f, kNone, out);
+    const uint32_t in = w.Input({1, 4, 4, 1}, 0), out = w.Output({1, 2, 2, 1}, 1);
+    const uint32_t index =
+        w.AddValue({xfb::DataType::Int32, {1, 2, 2, 1}, 0, UINT32_MAX, 0, 0, {}});
+    w.Node(xfb::Node::ArgMaxPooling2d, [=](auto& fbb) {
+      return xfb::CreateArgMaxPooling2d(fbb, 0, 0, 0, 0, 2, 2, in, out, index, 0).Union();
+    });
     EXPECT_THAT(
-        LoadStatus(w, {{1, 2, 2, 1}}, {{1, 4, 4, 1}}),
+        LoadStatus(w, {{1, 4, 4, 1}}, {{1, 2, 2, 1}}),
         StatusIs(absl::StatusCode::kUnimplemented,
                  AllOf(HasSubstr("backend \"XnnpackBackend\" init failed"),
-                       HasSubstr("XNNPACK node 0 (ConvTranspose2d)"), HasSubstr("not supported"))));
+                       HasSubstr("XNNPACK node 0 (ArgMaxPooling2d)"), HasSubstr("not supported"))));
   }
   {
     XnnPayloadWriter w;
@@ -636,6 +754,13 @@ TEST(XnnpackBackendTest, ARegisteredBackendReplacesTheBuiltIn) {
   ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {{-1, 2, -3, 4}}, &rt));
   EXPECT_THAT(got[0], ::testing::ElementsAre(1, 2, 3, 4));
 
+  // The plan names the backend as built in.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(call.pte));
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+    EXPECT_THAT(FormatPlanText(*method), HasSubstr("delegate:XnnpackBackend (built-in)"));
+  }
+
   ASSERT_OK(rt.RegisterBackend(std::make_unique<RefusingBackend>()));
   EXPECT_FALSE(rt.IsBuiltInBackend(kXnnpackBackendName));
   EXPECT_THAT(
@@ -643,6 +768,14 @@ TEST(XnnpackBackendTest, ARegisteredBackendReplacesTheBuiltIn) {
       StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("the application's own XNNPACK")));
   EXPECT_THAT(rt.RegisterBackend(std::make_unique<RefusingBackend>()),
               StatusIs(absl::StatusCode::kAlreadyExists));
+
+  // A replacement that loads: the plan no longer calls the backend built in.
+  Runtime planned;
+  ASSERT_OK(planned.RegisterBackend(MakePlanOnlyBackend(kXnnpackBackendName)));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, planned.LoadMethod(*program, "forward"));
+  const std::string plan = FormatPlanText(*method);
+  EXPECT_THAT(plan, HasSubstr("delegate:XnnpackBackend"));
+  EXPECT_THAT(plan, ::testing::Not(HasSubstr("built-in")));
 }
 
 }  // namespace

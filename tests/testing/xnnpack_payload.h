@@ -115,6 +115,7 @@ class XnnPayloadWriter {
     std::array<uint32_t, 2> stride = {1, 1};
     std::array<uint32_t, 2> dilation = {1, 1};
     uint32_t groups = 1, group_in = 0, group_out = 0;
+    std::array<uint32_t, 2> adjustment = {0, 0};  // transposed convolutions
     uint32_t flags = 0;
   };
   void Convolution(xfb::Node type, const Conv& c, uint32_t in, uint32_t filter, uint32_t bias,
@@ -125,7 +126,8 @@ class XnnPayloadWriter {
           return xfb::CreateConvolution(fbb, c.padding[0], c.padding[1], c.padding[2], c.padding[3],
                                         c.kernel[0], c.kernel[1], c.stride[0], c.stride[1],
                                         c.dilation[0], c.dilation[1], c.group_in, c.group_out,
-                                        c.groups, 0, 0, in, filter, bias, out, c.flags)
+                                        c.groups, c.adjustment[0], c.adjustment[1], in, filter,
+                                        bias, out, c.flags)
               .Union();
         },
         range);

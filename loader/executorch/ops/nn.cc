@@ -32,11 +32,33 @@ absl::StatusOr<ValueId> OptionalTensor(MethodImporter& m, int32_t v) {
 
 // convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding,
 // groups): conv's output into `out`, its column buffer a helper value.
+// With transposed true: conv_transpose (ATen's transposed convolution, weight [C, O / groups,
+// k...]).
+absl::Status ImportTransposedConvolution(MethodImporter& m, absl::Span<const int32_t> args,
+                                         int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(ValueId x, m.ReadTensor(args[0]));
+  FERRY_ASSIGN_OR_RETURN(ValueId w, m.ReadTensor(args[1]));
+  ValueIds node_args = {x, w};
+  for (auto [index, what] : {std::pair{3, "stride"}, std::pair{4, "padding"},
+                             std::pair{7, "output_padding"}, std::pair{5, "dilation"}}) {
+    FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> list, m.IntList(args[index], what));
+    node_args.push_back(m.AddScalar(Scalar::IntList(std::move(list)),
+                                    absl::StrCat("instruction ", m.instruction(), " ", what)));
+  }
+  FERRY_ASSIGN_OR_RETURN(int64_t groups, m.IntValue(args[8], "groups"));
+  node_args.push_back(m.AddScalar(Scalar::Int(groups), absl::StrCat("value ", args[8])));
+  if (m.value(args[2]).kind != EtValueKind::kNull) {
+    FERRY_ASSIGN_OR_RETURN(ValueId b, m.ReadTensor(args[2]));
+    node_args.push_back(b);
+  }
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode("conv_transpose", std::move(node_args), r);
+  return absl::OkStatus();
+}
+
 absl::Status ImportConvolution(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
   FERRY_ASSIGN_OR_RETURN(bool transposed, m.BoolValue(args[6], "transposed"));
-  if (transposed) {
-    return m.Unimplemented("transposed is true; transposed convolution is not supported");
-  }
+  if (transposed) return ImportTransposedConvolution(m, args, out);
   FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> stride, m.IntList(args[3], "stride"));
   FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> padding, m.IntList(args[4], "padding"));
   FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> dilation, m.IntList(args[5], "dilation"));

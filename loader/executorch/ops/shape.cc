@@ -65,6 +65,18 @@ absl::Status ImportSliceCopy(MethodImporter& m, absl::Span<const int32_t> args, 
       {Scalar::Int(dim), Scalar::Int(start), Scalar::Int(end), Scalar::Int(step)}, out);
 }
 
+// constant_pad_nd(self, pad, value).
+absl::Status ImportConstantPad(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(std::vector<int64_t> pad, m.IntList(args[1], "pad"));
+  FERRY_ASSIGN_OR_RETURN(Scalar value, m.NumberValue(args[2], "value"));
+  FERRY_ASSIGN_OR_RETURN(ValueId a, m.ReadTensor(args[0]));
+  const ValueId p = m.AddScalar(Scalar::IntList(std::move(pad)), absl::StrCat("value ", args[1]));
+  const ValueId v = m.AddScalar(std::move(value), absl::StrCat("value ", args[2]));
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode("constant_pad", {a, p, v}, r);
+  return absl::OkStatus();
+}
+
 // select_copy.int(self, dim, index).
 absl::Status ImportSelectCopy(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
   FERRY_ASSIGN_OR_RETURN(int64_t dim, m.IntValue(args[1], "dim"));
@@ -149,6 +161,7 @@ absl::Span<const EtOpMapping> ShapeEtOps() {
       {"aten::unsqueeze_copy.out", 2, &ImportUnsqueezeCopy},
       {"aten::select_copy.int_out", 3, &ImportSelectCopy},
       {"aten::cat.out", 2, &ImportCat},
+      {"aten::constant_pad_nd.out", 3, &ImportConstantPad},
   };
   return kOps;
 }

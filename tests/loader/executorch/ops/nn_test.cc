@@ -158,12 +158,56 @@ TEST(EtNnOps, ACnnBlockRunsAgainstANaiveReference) {
   }
 }
 
-TEST(EtNnOps, TransposedConvolutionAndAMismatchedReturnedListAreRefusedNamingTheInstruction) {
+// convolution with transposed true: x [1, 4, 3, 3], weight [4, 3 / groups... ] in two groups:
+// weight [4, 1, 3, 3] (in channels, out per group, kh, kw) gives 2 outputs, stride 2, padding 1,
+// output_padding 1, dilation 1 -> [1, 2, 6, 6]; against the scatter definition in double.
+TEST(EtNnOps, TransposedConvolutionRunsAgainstANaiveReference) {
+  const std::vector<float> w = Ramp(4 * 1 * 3 * 3, 0.1f, 0.05f), b = {0.5f, -0.25f};
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({1, 4, 3, 3}),  // 0 x
+          Constant({4, 1, 3, 3}, w),  // 1 weight
+          Constant({2}, b),           // 2 bias
+          Int(1),                     // 3
+          Int(2),                     // 4
+          IntList({4, 4}),            // 5 stride [2, 2]
+          IntList({3, 3}),            // 6 padding, output_padding, dilation [1, 1]
+          Bool(true),                 // 7 transposed
+          FloatTensor({1, 2, 6, 6}),  // 8 out
+      },
+      {0}, {8}, {{"aten::convolution", "out"}}, {KernelCall(0, {0, 1, 2, 5, 6, 6, 7, 6, 4, 8, 8})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = Ramp(4 * 9, 0.2f, -0.1f);
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {1, 4, 3, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  std::vector<double> want(2 * 36);
+  for (int o = 0; o < 2; ++o) {
+    for (int i = 0; i < 36; ++i) want[o * 36 + i] = b[o];
+  }
+  // Input channel c belongs to group c / 2 and reaches output channel (c / 2) * 1 + 0.
+  for (int c = 0; c < 4; ++c) {
+    for (int iy = 0; iy < 3; ++iy) {
+      for (int ix = 0; ix < 3; ++ix) {
+        for (int ky = 0; ky < 3; ++ky) {
+          for (int kx = 0; kx < 3; ++kx) {
+            const int oy = iy * 2 - 1 + ky, ox = ix * 2 - 1 + kx;
+            if (oy < 0 || oy >= 6 || ox < 0 || ox >= 6) continue;
+            want[(c / 2) * 36 + oy * 6 + ox] +=
+                double{x[(c * 3 + iy) * 3 + ix]} * w[(c * 3 + ky) * 3 + kx];
+          }
+        }
+      }
+    }
+  }
+  const TensorView y = method->Output(0);
+  ASSERT_THAT(y.sizes(), ElementsAre(1, 2, 6, 6));
+  for (int i = 0; i < 72; ++i) EXPECT_NEAR(y.data_as<float>()[i], want[i], 1e-5) << i;
+}
+
+TEST(EtNnOps, AMismatchedReturnedListIsRefusedNamingTheInstruction) {
   const CnnBlock block;
-  EXPECT_THAT(MethodStatus(ThroughFile(block.Program(/*transposed=*/true))),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("instruction 0 (aten::convolution.out): transposed is true; "
-                                 "transposed convolution is not supported")));
   EtProgram p = block.Program();
   p.methods[0].values[19] = TensorList({16, 18, 17});
   EXPECT_THAT(MethodStatus(ThroughFile(p)),

@@ -18,6 +18,7 @@ namespace ferry {
 namespace {
 
 using ::ferry::testing::Bool;
+using ::ferry::testing::Double;
 using ::ferry::testing::FloatTensor;
 using ::ferry::testing::Int;
 using ::ferry::testing::IntList;
@@ -102,6 +103,25 @@ TEST(EtShapeOps, CopiedViewsAndCatRunAgainstANaiveReference) {
       EXPECT_EQ(c.data_as<float>()[(2 + i) * 3 + k], want);
     }
   }
+}
+
+// constant_pad_nd(x [2, 3], [1, 0, -1, 1], 0.5): one column before the last dim, the first row
+// cropped and one appended: [2, 4].
+TEST(EtShapeOps, ConstantPadNdPadsAndCrops) {
+  EtProgram p =
+      OneMethod({FloatTensor({2, 3}), IntList({2, 3, 4, 2}), Int(1), Int(0), Int(-1), Double(0.5),
+                 FloatTensor({2, 4})},
+                {0}, {6}, {{"aten::constant_pad_nd", "out"}}, {KernelCall(0, {0, 1, 5, 6, 6})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {2, 3}, x.data())));
+  ASSERT_OK(method->Execute());
+  const TensorView y = method->Output(0);
+  ASSERT_THAT(y.sizes(), ElementsAre(2, 4));
+  const float* d = y.data_as<float>();
+  EXPECT_THAT(std::vector<float>(d, d + 8), ElementsAre(0.5f, 4, 5, 6, 0.5f, 0.5f, 0.5f, 0.5f));
 }
 
 // x [2, 3, 4]: a = select_copy(x, 1, -1) [2, 4]; b = select_copy(x, 0, 1) [3, 4].
