@@ -101,10 +101,13 @@ std::vector<uint8_t> Bundle(const std::vector<uint8_t>& pte) {
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
 
-// Writes DIR/bpte/NAME.bpte for every PTE_DIR/NAME.pte; none when PTE_DIR is absent.
-bool WriteBundleSeeds(const std::filesystem::path& dir, const std::filesystem::path& pte_dir) {
+// Creates DIR/SUB and calls `seed` with each PTE_DIR/NAME.pte's path and bytes (none when PTE_DIR
+// is absent, and none over 64 MiB); false when the folder cannot be made or `seed` fails.
+template <typename F>
+bool ForEachPte(const std::filesystem::path& dir, const char* sub,
+                const std::filesystem::path& pte_dir, F seed) {
   std::error_code error;
-  std::filesystem::create_directories(dir / "bpte", error);
+  std::filesystem::create_directories(dir / sub, error);
   if (error) return false;
   if (!std::filesystem::is_directory(pte_dir)) return true;
   for (const auto& entry : std::filesystem::directory_iterator(pte_dir)) {
@@ -112,39 +115,42 @@ bool WriteBundleSeeds(const std::filesystem::path& dir, const std::filesystem::p
     std::ifstream in(entry.path(), std::ios::binary);
     const std::vector<uint8_t> pte((std::istreambuf_iterator<char>(in)), {});
     if (pte.empty() || pte.size() > (size_t{64} << 20)) continue;
-    const std::vector<uint8_t> bpte = Bundle(pte);
-    const std::string name = entry.path().stem().string() + ".bpte";
-    if (!WriteFile(dir / "bpte" / name, bpte.data(), bpte.size())) return false;
+    if (!seed(entry.path(), pte)) return false;
   }
   return true;
 }
 
+// Writes DIR/bpte/NAME.bpte for every PTE_DIR/NAME.pte.
+bool WriteBundleSeeds(const std::filesystem::path& dir, const std::filesystem::path& pte_dir) {
+  return ForEachPte(dir, "bpte", pte_dir,
+                    [&](const std::filesystem::path& path, const std::vector<uint8_t>& pte) {
+                      const std::vector<uint8_t> bpte = Bundle(pte);
+                      const std::string name = path.stem().string() + ".bpte";
+                      return WriteFile(dir / "bpte" / name, bpte.data(), bpte.size());
+                    });
+}
+
 // Writes DIR/xnnpack/NAME_N.xnn for every XNNPACK delegate of every PTE_DIR/NAME.pte.
 bool WriteXnnpackSeeds(const std::filesystem::path& dir, const std::filesystem::path& pte_dir) {
-  std::error_code error;
-  std::filesystem::create_directories(dir / "xnnpack", error);
-  if (error) return false;
-  if (!std::filesystem::is_directory(pte_dir)) return true;
-  for (const auto& entry : std::filesystem::directory_iterator(pte_dir)) {
-    if (entry.path().extension() != ".pte") continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::vector<uint8_t> pte((std::istreambuf_iterator<char>(in)), {});
-    if (pte.empty() || pte.size() > (size_t{64} << 20)) continue;
-    std::vector<uint64_t> aligned((pte.size() + 7) / 8);
-    std::memcpy(aligned.data(), pte.data(), pte.size());
-    absl::StatusOr<ferry::EtProgram> program = ferry::ReadExecuTorchProgram(
-        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(aligned.data()), pte.size()));
-    if (!program.ok()) continue;
-    int n = 0;
-    for (const ferry::EtMethod& method : program->methods) {
-      for (const ferry::EtDelegate& d : method.delegates) {
-        if (d.backend_id != ferry::kXnnpackBackendName) continue;
-        const std::string name = absl::StrCat(entry.path().stem().string(), "_", n++, ".xnn");
-        if (!WriteFile(dir / "xnnpack" / name, d.payload.data(), d.payload.size())) return false;
-      }
-    }
-  }
-  return true;
+  return ForEachPte(
+      dir, "xnnpack", pte_dir,
+      [&](const std::filesystem::path& path, const std::vector<uint8_t>& pte) {
+        std::vector<uint64_t> aligned((pte.size() + 7) / 8);
+        std::memcpy(aligned.data(), pte.data(), pte.size());
+        absl::StatusOr<ferry::EtProgram> program = ferry::ReadExecuTorchProgram(
+            absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(aligned.data()), pte.size()));
+        if (!program.ok()) return true;
+        int n = 0;
+        for (const ferry::EtMethod& method : program->methods) {
+          for (const ferry::EtDelegate& d : method.delegates) {
+            if (d.backend_id != ferry::kXnnpackBackendName) continue;
+            const std::string name = absl::StrCat(path.stem().string(), "_", n++, ".xnn");
+            if (!WriteFile(dir / "xnnpack" / name, d.payload.data(), d.payload.size()))
+              return false;
+          }
+        }
+        return true;
+      });
 }
 
 }  // namespace

@@ -67,6 +67,9 @@
 //   adaptive_avg_pool2d(t x, intlist output_size)
 //                                        float32; x [N, C, H, W] or [C, H, W]; an empty stride is
 //                                        the kernel; ATen's output sizes, NaN wins a max
+//   upsample_bilinear2d(t x, intlist output_size, bool align_corners, number scale_h,
+//                       number scale_w)  float32; ATen's, x [N, C, H, W] or [C, H, W]; a scale
+//                                        <= 0 means from the sizes
 // Views, copies (clone, reshape, cat, copy_), sym_size, embedding's weight and index_put_'s self
 // and values take every dtype (base/tensor.h DType); the other ops refuse all but float32 and int64
 // at load (Unimplemented).

@@ -948,6 +948,98 @@ absl::Status AdaptiveAvgPoolKernel(absl::Span<const OpArg> args,
   return absl::OkStatus();
 }
 
+// ---- upsample_bilinear2d --------------------------------------------------------------------
+//   upsample_bilinear2d(t x, intlist output_size, bool align_corners, number scale_h,
+//                       number scale_w)
+//   ATen's: x [N, C, H, W] or [C, H, W]; output coordinate d maps to the input at
+//   align_corners: d * (in - 1) / (out - 1); else max(0, (d + 0.5) * ratio - 0.5) with ratio
+//   1 / scale when scale > 0, in / out otherwise; its two neighbours are weighted linearly.
+
+struct Upsample {
+  Window g;  // oh, ow: the output's spatial sizes
+  bool align_corners = false;
+  double ratio_h = 0, ratio_w = 0;
+};
+
+double UpsampleRatio(int64_t in, int64_t out, bool align_corners, double scale) {
+  if (align_corners) {
+    return out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+  }
+  return scale > 0 ? 1.0 / scale : static_cast<double>(in) / static_cast<double>(out);
+}
+
+absl::StatusOr<Upsample> ReadUpsample(absl::Span<const OpArg> args) {
+  constexpr absl::string_view op = "upsample_bilinear2d";
+  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
+  Upsample u;
+  FERRY_RETURN_IF_ERROR(ReadInput(op, *x, 2, /*batch_optional=*/true, &u.g));
+  FERRY_ASSIGN_OR_RETURN(const std::vector<int64_t>* size, IntListArg(op, args, 1));
+  if (size->size() != 2 || (*size)[0] < 1 || (*size)[1] < 1 || (*size)[0] > kMaxWindow ||
+      (*size)[1] > kMaxWindow) {
+    return OpError(op, "argument 1 (output_size) is ", ShapeString(*size),
+                   ", expected two sizes from 1 to ", kMaxWindow);
+  }
+  if (u.g.h < 1 || u.g.w < 1) {
+    return OpError(op, "argument 0 has shape ", ShapeString(*x),
+                   ", whose spatial dimensions must not be empty");
+  }
+  FERRY_ASSIGN_OR_RETURN(const int64_t align_corners, IntArg(op, args, 2));
+  FERRY_ASSIGN_OR_RETURN(const Scalar* sh, NumberArg(op, args, 3));
+  FERRY_ASSIGN_OR_RETURN(const Scalar* sw, NumberArg(op, args, 4));
+  u.align_corners = align_corners != 0;
+  u.g.oh = (*size)[0];
+  u.g.ow = (*size)[1];
+  u.ratio_h = UpsampleRatio(u.g.h, u.g.oh, u.align_corners, sh->AsDouble());
+  u.ratio_w = UpsampleRatio(u.g.w, u.g.ow, u.align_corners, sw->AsDouble());
+  return u;
+}
+
+absl::Status UpsampleInfer(absl::Span<const OpArg> args, absl::Span<InferredResult> results) {
+  FERRY_RETURN_IF_ERROR(CheckArity("upsample_bilinear2d", args, 5, 5, results, 1));
+  FERRY_ASSIGN_OR_RETURN(const Upsample u, ReadUpsample(args));
+  results[0].layout =
+      ContiguousLayout(DType::kFloat32, WindowOutSizes(*args[0].tensor, 2, u.g.c, u.g));
+  results[0].view_offset = 0;
+  return absl::OkStatus();
+}
+
+// An output coordinate's two input neighbours and the weight of the second.
+struct Tap {
+  int64_t lo, hi;
+  float frac;
+};
+Tap SourceTap(int64_t d, int64_t in, double ratio, bool align_corners) {
+  double src =
+      align_corners ? static_cast<double>(d) * ratio : (static_cast<double>(d) + 0.5) * ratio - 0.5;
+  if (src < 0) src = 0;
+  const int64_t lo = std::min(static_cast<int64_t>(src), in - 1);
+  return {lo, lo < in - 1 ? lo + 1 : lo, static_cast<float>(src - static_cast<double>(lo))};
+}
+
+absl::Status UpsampleKernel(absl::Span<const OpArg> args, absl::Span<TensorRef* const> results) {
+  absl::StatusOr<Upsample> read = ReadUpsample(args);
+  if (!read.ok()) return read.status();
+  const Upsample& u = *read;
+  const Window& g = u.g;
+  const TensorRef& out = *results[0];
+  const int64_t osh = out.strides[out.rank - 2], osw = out.strides[out.rank - 1];
+  ForEachPlane(*args[0].tensor, out, g, [&](const float* xp, float* op) {
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      const Tap ty = SourceTap(oy, g.h, u.ratio_h, u.align_corners);
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        const Tap tx = SourceTap(ox, g.w, u.ratio_w, u.align_corners);
+        const float top = xp[ty.lo * g.xh + tx.lo * g.xw] * (1 - tx.frac) +
+                          xp[ty.lo * g.xh + tx.hi * g.xw] * tx.frac;
+        const float bottom = xp[ty.hi * g.xh + tx.lo * g.xw] * (1 - tx.frac) +
+                             xp[ty.hi * g.xh + tx.hi * g.xw] * tx.frac;
+        op[oy * osh + ox * osw] = top * (1 - ty.frac) + bottom * ty.frac;
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterNnOps(OpRegistry& registry) {
@@ -962,8 +1054,10 @@ absl::Status RegisterNnOps(OpRegistry& registry) {
       registry.Register(MakeSchema("max_pool2d", 6, 6, 1, &MaxPoolInfer, &MaxPoolKernel)));
   FERRY_RETURN_IF_ERROR(
       registry.Register(MakeSchema("avg_pool2d", 7, 7, 1, &AvgPoolInfer, &AvgPoolKernel)));
+  FERRY_RETURN_IF_ERROR(registry.Register(
+      MakeSchema("adaptive_avg_pool2d", 2, 2, 1, &AdaptiveAvgPoolInfer, &AdaptiveAvgPoolKernel)));
   return registry.Register(
-      MakeSchema("adaptive_avg_pool2d", 2, 2, 1, &AdaptiveAvgPoolInfer, &AdaptiveAvgPoolKernel));
+      MakeSchema("upsample_bilinear2d", 5, 5, 1, &UpsampleInfer, &UpsampleKernel));
 }
 
 }  // namespace internal

@@ -277,6 +277,24 @@ class Translator {
   }
   ValueId ToNchw(ValueId x) { return Permute(x, {0, 3, 1, 2}); }
 
+  // The node's first input, which is NHWC (rank 4), once its flags are checked.
+  absl::StatusOr<ValueId> NhwcInput(const XnnNode& node, uint32_t allowed_flags) {
+    FERRY_RETURN_IF_ERROR(CheckFlags(node, allowed_flags));
+    FERRY_ASSIGN_OR_RETURN(ValueId x, In(node, node.inputs[0]));
+    if (m_.meta(x).rank() != 4) {
+      return Refuse(
+          node, absl::StrCat("its input is ", m_.meta(x).ToString(), "; it takes NHWC (rank 4)"));
+    }
+    return x;
+  }
+
+  absl::Status CheckFilterRank(const XnnNode& node, const XnnValue& filter) const {
+    if (filter.dims.size() != 4) {
+      return Refuse(node, absl::StrCat("its filter is ", Shape(filter.dims), "; it has rank 4"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Node(const XnnNode& node) {
     const XnnValue& out_value = graph_.values[IndexOf(node.outputs[0])];
     FERRY_RETURN_IF_ERROR(CheckFloat(out_value, XnnGraph::NodeLabel(node)));
@@ -359,13 +377,9 @@ class Translator {
       case XnnNodeType::kAvgPooling2d:
         return Pooling(node);
       case XnnNodeType::kGlobalAvgPooling2d: {
-        FERRY_RETURN_IF_ERROR(CheckFlags(node, 0));
-        FERRY_ASSIGN_OR_RETURN(ValueId x, In(node, node.inputs[0]));
-        if (m_.meta(x).rank() != 4) {
-          return Refuse(node, absl::StrCat("its input has rank ", m_.meta(x).rank(),
-                                           "; global average pooling takes NHWC (rank 4)"));
-        }
-        return m_.Op("mean", {x, m_.IntList({1, 2}), m_.Scalar(ferry::Scalar::Bool(true))});
+        FERRY_ASSIGN_OR_RETURN(ValueId x, NhwcInput(node, kXnnKeepDims));
+        const bool keep = (node.flags & kXnnKeepDims) != 0;
+        return m_.Op("mean", {x, m_.IntList({1, 2}), m_.Scalar(ferry::Scalar::Bool(keep))});
       }
       case XnnNodeType::kClamp: {
         // The range is the node's output range (applied by the caller); none is the identity.
@@ -475,7 +489,17 @@ class Translator {
         }
         return m_.Op("constant_pad", {x, m_.IntList(std::move(pad)), m_.Double(node.alpha)});
       }
-      case XnnNodeType::kStaticResizeBilinear2d:
+      case XnnNodeType::kStaticResizeBilinear2d: {
+        // XNNPACK's half-pixel or align-corners mapping, as PyTorch's upsample_bilinear2d.
+        FERRY_ASSIGN_OR_RETURN(ValueId x, NhwcInput(node, kXnnAlignCorners));
+        const bool align = (node.flags & kXnnAlignCorners) != 0;
+        const ValueId y =
+            m_.Op("upsample_bilinear2d",
+                  {ToNchw(x), m_.IntList({node.new_size[0], node.new_size[1]}),
+                   m_.Scalar(ferry::Scalar::Bool(align)), m_.Double(0), m_.Double(0)});
+        nhwc_after_ = true;
+        return y;
+      }
       case XnnNodeType::kArgMaxPooling2d:
         break;
     }
@@ -508,14 +532,10 @@ class Translator {
   // Convolutions take NHWC input and write NHWC output; Ferry's conv is NCHW. The permutes are
   // views, so with the exporter's own NCHW <-> NHWC transposes around the node they cancel.
   absl::StatusOr<ValueId> Convolution(const XnnNode& node) {
-    FERRY_RETURN_IF_ERROR(CheckFlags(node, 0));
     FERRY_RETURN_IF_ERROR(SymmetricPadding(node));
-    FERRY_ASSIGN_OR_RETURN(ValueId x, In(node, node.inputs[0]));
+    FERRY_ASSIGN_OR_RETURN(ValueId x, NhwcInput(node, 0));
     const XnnValue& filter = *graph_.value(node.inputs[1]);
-    if (m_.meta(x).rank() != 4 || filter.dims.size() != 4) {
-      return Refuse(node, absl::StrCat("its input is ", m_.meta(x).ToString(), " and its filter ",
-                                       Shape(filter.dims), "; both have rank 4"));
-    }
+    FERRY_RETURN_IF_ERROR(CheckFilterRank(node, filter));
     ValueId w;
     const int64_t kh = node.kernel[0], kw = node.kernel[1];
     const int64_t groups = node.groups;
@@ -553,14 +573,10 @@ class Translator {
   // [groups * out per group, kh, kw, in per group]; Ferry's conv_transpose is NCHW with the filter
   // [in, out per group, kh, kw], reordered once at load.
   absl::StatusOr<ValueId> ConvTranspose(const XnnNode& node) {
-    FERRY_RETURN_IF_ERROR(CheckFlags(node, 0));
     FERRY_RETURN_IF_ERROR(SymmetricPadding(node));
-    FERRY_ASSIGN_OR_RETURN(ValueId x, In(node, node.inputs[0]));
+    FERRY_ASSIGN_OR_RETURN(ValueId x, NhwcInput(node, 0));
     const XnnValue& filter = *graph_.value(node.inputs[1]);
-    if (m_.meta(x).rank() != 4 || filter.dims.size() != 4) {
-      return Refuse(node, absl::StrCat("its input is ", m_.meta(x).ToString(), " and its filter ",
-                                       Shape(filter.dims), "; both have rank 4"));
-    }
+    FERRY_RETURN_IF_ERROR(CheckFilterRank(node, filter));
     const int64_t groups = node.groups, kh = node.kernel[0], kw = node.kernel[1];
     const int64_t og = node.group_output_channels, cg = node.group_input_channels;
     FERRY_ASSIGN_OR_RETURN(ValueId w, PermutedFilter(node, node.inputs[1], {groups, og, kh, kw, cg},
@@ -581,22 +597,24 @@ class Translator {
     return y;
   }
 
+  // The exporter flags pooling KEEP_DIMS (the output stays 4-D, as here) and writes ATen's
+  // ceil_mode as extra bottom and right padding: for max pooling, that padding (never the max) is
+  // ceil_mode over the top and left padding, which the node's declared output sizes confirm.
   absl::StatusOr<ValueId> Pooling(const XnnNode& node) {
-    FERRY_RETURN_IF_ERROR(CheckFlags(node, 0));
-    FERRY_RETURN_IF_ERROR(SymmetricPadding(node));
-    FERRY_ASSIGN_OR_RETURN(ValueId x, In(node, node.inputs[0]));
-    if (m_.meta(x).rank() != 4) {
-      return Refuse(node, absl::StrCat("its input is ", m_.meta(x).ToString(),
-                                       "; pooling takes NHWC (rank 4)"));
-    }
+    const bool ceil = node.type == XnnNodeType::kMaxPooling2d &&
+                      node.padding[2] >= node.padding[0] && node.padding[1] >= node.padding[3] &&
+                      (node.padding[2] > node.padding[0] || node.padding[1] > node.padding[3]);
+    if (!ceil) FERRY_RETURN_IF_ERROR(SymmetricPadding(node));
+    FERRY_ASSIGN_OR_RETURN(ValueId x, NhwcInput(node, kXnnKeepDims));
     const ValueId kernel = m_.IntList({node.kernel[0], node.kernel[1]});
     const ValueId stride = m_.IntList({node.stride[0], node.stride[1]});
-    const ValueId padding = m_.IntList({node.padding[0], node.padding[1]});
+    const ValueId padding = m_.IntList({node.padding[0], node.padding[3]});
     const ValueId no = m_.Scalar(ferry::Scalar::Bool(false));
     ValueId y;
     if (node.type == XnnNodeType::kMaxPooling2d) {
       y = m_.Op("max_pool2d", {ToNchw(x), kernel, stride, padding,
-                               m_.IntList({node.dilation[0], node.dilation[1]}), no});
+                               m_.IntList({node.dilation[0], node.dilation[1]}),
+                               m_.Scalar(ferry::Scalar::Bool(ceil))});
     } else {
       if (node.dilation[0] > 1 || node.dilation[1] > 1) {
         return Refuse(node, "dilated average pooling is not supported");

@@ -123,6 +123,8 @@ inline constexpr uint32_t kXnnExternalOutput = 2;
 inline constexpr uint32_t kXnnNoValue = UINT32_MAX;
 // Node flags the format defines.
 inline constexpr uint32_t kXnnTransposeWeights = 1;  // fully connected: filter [in, out]
+inline constexpr uint32_t kXnnKeepDims = 0x40;       // pooling: the reduced dims stay, as 1
+inline constexpr uint32_t kXnnAlignCorners = 0x8;    // bilinear resize: corners map to corners
 
 enum class XnnQuant : uint8_t {
   kNone,

@@ -296,6 +296,54 @@ TEST(ConvTransposeTest, TwoDAndOneDWithStridePaddingOutputPaddingDilationAndGrou
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("argument 1 (weight)")));
 }
 
+// ---- upsample_bilinear2d --------------------------------------------------------------------
+
+// PyTorch's bilinear interpolation, from its definition, per output coordinate.
+double BilinearRef(const TensorRef& x, int64_t n, int64_t c, int64_t oy, int64_t ox, int64_t oh,
+                   int64_t ow, bool align, double scale_h, double scale_w) {
+  const int64_t h = x.sizes[2], w = x.sizes[3];
+  auto source = [&](int64_t d, int64_t in, int64_t out, double scale) {
+    if (align) return out > 1 ? d * static_cast<double>(in - 1) / (out - 1) : 0.0;
+    const double ratio = scale > 0 ? 1 / scale : static_cast<double>(in) / out;
+    return std::max(0.0, (d + 0.5) * ratio - 0.5);
+  };
+  const double sy = source(oy, h, oh, scale_h), sx = source(ox, w, ow, scale_w);
+  const int64_t y0 = std::min<int64_t>(static_cast<int64_t>(std::floor(sy)), h - 1);
+  const int64_t x0 = std::min<int64_t>(static_cast<int64_t>(std::floor(sx)), w - 1);
+  const int64_t y1 = std::min(y0 + 1, h - 1), x1 = std::min(x0 + 1, w - 1);
+  const double fy = sy - y0, fx = sx - x0;
+  return (1 - fy) * ((1 - fx) * Get(x, {n, c, y0, x0}) + fx * Get(x, {n, c, y0, x1})) +
+         fy * ((1 - fx) * Get(x, {n, c, y1, x0}) + fx * Get(x, {n, c, y1, x1}));
+}
+
+TEST(UpsampleBilinearTest, HalfPixelAlignCornersScalesAndDownsampling) {
+  TestTensor base = TestTensor::Filled(DType::kFloat32, {2, 3, 4, 5}, 1);
+  TensorRef x = base.View({2, 3, 5, 4}, {60, 20, 1, 5});  // strided
+  struct Case {
+    std::vector<int64_t> size;
+    bool align;
+    double sh, sw;
+  };
+  for (const Case& c : std::vector<Case>{{{10, 8}, false, 0, 0},
+                                         {{10, 8}, true, 0, 0},
+                                         {{7, 9}, false, 1.5, 2.25},
+                                         {{3, 2}, false, 0, 0},
+                                         {{1, 1}, true, 0, 0}}) {
+    const Scalar size = Scalar::IntList(c.size), align = Scalar::Bool(c.align);
+    const Scalar sh = Scalar::Double(c.sh), sw = Scalar::Double(c.sw);
+    OpRun run = RunOp(Op("upsample_bilinear2d"), {T(x), S(size), S(align), S(sh), S(sw)});
+    ASSERT_OK(run.infer_status);
+    ASSERT_OK(run.kernel_status);
+    ASSERT_EQ(SizesOf(run.results[0]), (std::vector<int64_t>{2, 3, c.size[0], c.size[1]}));
+    ExpectAll(run.results[0], [&](const Index& o) {
+      return BilinearRef(x, o[0], o[1], o[2], o[3], c.size[0], c.size[1], c.align, c.sh, c.sw);
+    });
+  }
+  const Scalar empty = Scalar::IntList({0, 2}), no = Scalar::Bool(false), zero = Scalar::Double(0);
+  EXPECT_THAT(InferOnly(Op("upsample_bilinear2d"), {T(x), S(empty), S(no), S(zero), S(zero)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("output_size")));
+}
+
 TEST(BatchNormTest, PerChannelWithAndWithoutWeightAndBiasOnAStridedInput) {
   // [2, 3, 4] values stored as [2, 4, 3].
   TestTensor x = TestTensor::Strided(DType::kFloat32, {2, 3, 4}, {12, 1, 3}, 1);

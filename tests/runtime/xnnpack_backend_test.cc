@@ -291,6 +291,24 @@ TEST(XnnpackBackendTest, ConvTranspose2dInTwoGroups) {
   ExpectNear(got[0], want, "deconvolution");
 }
 
+TEST(XnnpackBackendTest, StaticResizeBilinearHalfPixelAndAlignCorners) {
+  // NHWC [1, 2, 2, 1] holding 0, 4 / 8, 12, as the ATen test of the same mapping checks by hand.
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({1, 2, 2, 1}, 0);
+  const uint32_t half = w.Output({1, 4, 4, 1}, 1), corners = w.Output({1, 3, 3, 1}, 2);
+  w.Node(xfb::Node::StaticResizeBilinear2d, [=](auto& fbb) {
+    return xfb::CreateStaticResizeBilinear2d(fbb, 4, 4, in, half, 0).Union();
+  });
+  w.Node(xfb::Node::StaticResizeBilinear2d, [=](auto& fbb) {
+    return xfb::CreateStaticResizeBilinear2d(fbb, 3, 3, in, corners, kXnnAlignCorners).Union();
+  });
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{1, 2, 2, 1}}, {{1, 4, 4, 1}, {1, 3, 3, 1}});
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {{0, 4, 8, 12}}));
+  EXPECT_THAT(std::vector<float>(got[0].begin(), got[0].begin() + 4),
+              ::testing::ElementsAre(0, 1, 3, 4));
+  EXPECT_THAT(got[1], ::testing::ElementsAre(0, 2, 4, 4, 6, 8, 8, 10, 12));
+}
+
 TEST(XnnpackBackendTest, MaxAverageAndGlobalPoolingOverNhwc) {
   const int h = 5, wd = 5, c = 2;
   const std::vector<float> x = Values(h * wd * c, 0.5);
@@ -299,16 +317,26 @@ TEST(XnnpackBackendTest, MaxAverageAndGlobalPoolingOverNhwc) {
   const uint32_t in = w.Input({1, h, wd, c}, 0);
   const uint32_t max = w.Output({1, 3, 3, c}, 1), avg = w.Output({1, 3, 3, c}, 2);
   const uint32_t global = w.Output({1, 1, 1, c}, 3);
+  const uint32_t flat = w.Output({1, c}, 4), ceiled = w.Output({1, 2, 2, c}, 5);
+  // As the exporter writes them: KEEP_DIMS on pooling, ceil_mode as extra bottom/right padding.
   XnnPayloadWriter::Conv p;
   p.padding = {1, 1, 1, 1};
   p.kernel = {3, 3};
   p.stride = {2, 2};
+  p.flags = kXnnKeepDims;
   w.Pooling(xfb::Node::MaxPooling2d, p, in, max);
   p.kernel = {2, 2};
   w.Pooling(xfb::Node::AvgPooling2d, p, in, avg);
-  w.Unary(xfb::Node::GlobalAvgPooling2d, in, global);
-  const XnnpackCall call =
-      XnnpackCall::Of(w.Build(), {{1, h, wd, c}}, {{1, 3, 3, c}, {1, 3, 3, c}, {1, 1, 1, c}});
+  w.Unary(xfb::Node::GlobalAvgPooling2d, in, global, std::nullopt, kXnnKeepDims);
+  w.Unary(xfb::Node::GlobalAvgPooling2d, in, flat);
+  // Window 3, stride 3 over 5: one window with floor, two with ceil_mode (the second starts at 3,
+  // inside), which the exporter writes as one extra bottom and right padding.
+  p.padding = {0, 1, 1, 0};
+  p.kernel = {3, 3};
+  p.stride = {3, 3};
+  w.Pooling(xfb::Node::MaxPooling2d, p, in, ceiled);
+  const XnnpackCall call = XnnpackCall::Of(
+      w.Build(), {{1, h, wd, c}}, {{1, 3, 3, c}, {1, 3, 3, c}, {1, 1, 1, c}, {1, c}, {1, 2, 2, c}});
   ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x}));
   std::vector<double> want_max, want_avg, want_global(c, 0.0);
   for (int oy = 0; oy < 3; ++oy) {
@@ -343,6 +371,20 @@ TEST(XnnpackBackendTest, MaxAverageAndGlobalPoolingOverNhwc) {
   ExpectNear(got[0], want_max, "max");
   ExpectNear(got[1], want_avg, "avg");
   ExpectNear(got[2], want_global, "global");
+  ExpectNear(got[3], want_global, "global, dims dropped");
+  std::vector<double> want_ceiled;
+  for (int oy = 0; oy < 2; ++oy) {
+    for (int ox = 0; ox < 2; ++ox) {
+      for (int ch = 0; ch < c; ++ch) {
+        double m = -INFINITY;
+        for (int y = oy * 3; y < std::min(oy * 3 + 3, h); ++y) {
+          for (int xx = ox * 3; xx < std::min(ox * 3 + 3, wd); ++xx) m = std::max(m, at(y, xx, ch));
+        }
+        want_ceiled.push_back(m);
+      }
+    }
+  }
+  ExpectNear(got[4], want_ceiled, "max, ceil mode");
 }
 
 TEST(XnnpackBackendTest, UnaryNodes) {
@@ -678,11 +720,13 @@ TEST(XnnpackBackendTest, UnsupportedNodesDatatypesAndFlagsAreRefusedByName) {
     const uint32_t out = w.Output({1, 4, 4, 1}, 1);
     w.Unary(xfb::Node::Abs, in, mid);
     w.Node(xfb::Node::StaticResizeBilinear2d, [=](auto& fbb) {
-      return xfb::CreateStaticResizeBilinear2d(fbb, 4, 4, mid, out, 0).Union();
+      // 4: TensorFlow's legacy coordinate mapping, which PyTorch exports never ask for.
+      return xfb::CreateStaticResizeBilinear2d(fbb, 4, 4, mid, out, 4).Union();
     });
     EXPECT_THAT(
         LoadStatus(w, {{1, 2, 2, 1}}, {{1, 4, 4, 1}}),
-        StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("node 1 (StaticResizeBilinear2D)")));
+        StatusIs(absl::StatusCode::kUnimplemented,
+                 AllOf(HasSubstr("node 1 (StaticResizeBilinear2D)"), HasSubstr("flags 0x4"))));
   }
   {
     XnnPayloadWriter w;
@@ -701,9 +745,10 @@ TEST(XnnpackBackendTest, UnsupportedNodesDatatypesAndFlagsAreRefusedByName) {
     p.padding = {0, 1, 1, 0};
     p.kernel = {2, 2};
     p.stride = {2, 2};
-    w.Pooling(xfb::Node::MaxPooling2d, p, in, out);
+    // Average pooling counts the elements a window covers: extra padding is no ceil_mode there.
+    w.Pooling(xfb::Node::AvgPooling2d, p, in, out);
     EXPECT_THAT(LoadStatus(w, {{1, 4, 4, 1}}, {{1, 2, 2, 1}}),
-                StatusIs(absl::StatusCode::kUnimplemented, AllOf(HasSubstr("node 0 (MaxPooling2d)"),
+                StatusIs(absl::StatusCode::kUnimplemented, AllOf(HasSubstr("node 0 (AvgPooling2d)"),
                                                                  HasSubstr("asymmetric padding"))));
   }
   {

@@ -56,6 +56,37 @@ absl::Status ImportTransposedConvolution(MethodImporter& m, absl::Span<const int
   return absl::OkStatus();
 }
 
+// upsample_bilinear2d.vec(input, output_size?, align_corners, scale_factors?): the output's
+// sizes are out's; the scales, when given, set the coordinate ratio as ATen's do.
+absl::Status ImportUpsampleBilinear(MethodImporter& m, absl::Span<const int32_t> args,
+                                    int32_t out) {
+  FERRY_ASSIGN_OR_RETURN(TensorMeta out_meta, m.MetaOf(out));
+  if (out_meta.rank() != 4) {
+    return m.Invalid(absl::StrCat("out has ", out_meta.rank(), " dimensions; expected 4"));
+  }
+  FERRY_ASSIGN_OR_RETURN(bool align_corners, m.BoolValue(args[2], "align_corners"));
+  double scales[2] = {0, 0};
+  if (m.value(args[3]).kind != EtValueKind::kNull) {
+    FERRY_ASSIGN_OR_RETURN(Scalar list, m.NonTensor(args[3], "scale_factors"));
+    const absl::Span<const double> given = list.doubles();
+    if (list.kind != Scalar::Kind::kDoubleList || given.size() != 2) {
+      return m.Invalid("scale_factors is not a list of two doubles");
+    }
+    scales[0] = given[0];
+    scales[1] = given[1];
+  }
+  FERRY_ASSIGN_OR_RETURN(ValueId x, m.ReadTensor(args[0]));
+  const std::string name = absl::StrCat("instruction ", m.instruction(), " ");
+  ValueIds node_args = {
+      x, m.AddScalar(Scalar::IntList({out_meta.sizes[2], out_meta.sizes[3]}), name + "output_size"),
+      m.AddScalar(Scalar::Bool(align_corners), name + "align_corners"),
+      m.AddScalar(Scalar::Double(scales[0]), name + "scale_h"),
+      m.AddScalar(Scalar::Double(scales[1]), name + "scale_w")};
+  FERRY_ASSIGN_OR_RETURN(ValueId r, m.Produce(out));
+  m.AddNode("upsample_bilinear2d", std::move(node_args), r);
+  return absl::OkStatus();
+}
+
 absl::Status ImportConvolution(MethodImporter& m, absl::Span<const int32_t> args, int32_t out) {
   FERRY_ASSIGN_OR_RETURN(bool transposed, m.BoolValue(args[6], "transposed"));
   if (transposed) return ImportTransposedConvolution(m, args, out);
@@ -176,6 +207,7 @@ absl::Status ImportAdaptiveAvgPool(MethodImporter& m, absl::Span<const int32_t> 
 absl::Span<const EtOpMapping> NnEtOps() {
   static constexpr EtOpMapping kOps[] = {
       {"aten::convolution.out", 9, &ImportConvolution},
+      {"aten::upsample_bilinear2d.vec_out", 4, &ImportUpsampleBilinear},
       {"aten::_native_batch_norm_legit_no_training.out", 7, &ImportBatchNorm, false, 3},
       {"aten::native_layer_norm.out", 5, &ImportLayerNorm, false, 3},
       {"aten::max_pool2d_with_indices.out", 6, &ImportMaxPool, false, 2},

@@ -24,6 +24,7 @@ namespace {
 using ::ferry::testing::Bool;
 using ::ferry::testing::Constant;
 using ::ferry::testing::Double;
+using ::ferry::testing::DoubleList;
 using ::ferry::testing::FloatTensor;
 using ::ferry::testing::Int;
 using ::ferry::testing::Int64Tensor;
@@ -204,6 +205,37 @@ TEST(EtNnOps, TransposedConvolutionRunsAgainstANaiveReference) {
   const TensorView y = method->Output(0);
   ASSERT_THAT(y.sizes(), ElementsAre(1, 2, 6, 6));
   for (int i = 0; i < 72; ++i) EXPECT_NEAR(y.data_as<float>()[i], want[i], 1e-5) << i;
+}
+
+// upsample_bilinear2d.vec(x [1, 1, 2, 2], None, align_corners, scale_factors): half-pixel with
+// the scales [2, 2] (to [4, 4]) and align_corners without (to [3, 3]), checked by hand.
+TEST(EtNnOps, UpsampleBilinearHalfPixelAndAlignCorners) {
+  EtProgram p = OneMethod(
+      {
+          FloatTensor({1, 1, 2, 2}),  // 0 x
+          EtValue{},                  // 1 None
+          Bool(false),                // 2
+          DoubleList({2.0, 2.0}),     // 3
+          FloatTensor({1, 1, 4, 4}),  // 4 out
+          Bool(true),                 // 5
+          FloatTensor({1, 1, 3, 3}),  // 6 out
+      },
+      {0}, {4, 6}, {{"aten::upsample_bilinear2d", "vec_out"}},
+      {KernelCall(0, {0, 1, 2, 3, 4, 4}), KernelCall(0, {0, 1, 5, 1, 6, 6})});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, ThroughFile(p));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<float> x = {0, 4, 8, 12};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kFloat32, {1, 1, 2, 2}, x.data())));
+  ASSERT_OK(method->Execute());
+  // Half-pixel, ratio 1/2: columns map to 0, 0.25, 0.75, 1 (clamped at 0 and at the last).
+  const float* half = method->Output(0).data_as<float>();
+  EXPECT_THAT(std::vector<float>(half, half + 4), ElementsAre(0, 1, 3, 4));
+  EXPECT_THAT(std::vector<float>(half + 12, half + 16), ElementsAre(8, 9, 11, 12));
+  EXPECT_FLOAT_EQ(half[5], 0.75f * (0.75f * 0 + 0.25f * 4) + 0.25f * (0.75f * 8 + 0.25f * 12));
+  // Align corners: the middle is the mean of the four.
+  const float* corners = method->Output(1).data_as<float>();
+  EXPECT_THAT(std::vector<float>(corners, corners + 9), ElementsAre(0, 2, 4, 4, 6, 8, 8, 10, 12));
 }
 
 TEST(EtNnOps, AMismatchedReturnedListIsRefusedNamingTheInstruction) {

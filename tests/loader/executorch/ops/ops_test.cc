@@ -121,6 +121,7 @@ TEST(EtOpTables, EachFamilyMapsItsOverloadsWithTheirSchemaArguments) {
   // count_include_pad, divisor_override, *, out).
   EXPECT_THAT(RowsOf(NnEtOps()),
               UnorderedElementsAreArray(Rows{{"aten::convolution.out", 9},
+                                             {"aten::upsample_bilinear2d.vec_out", 4},
                                              {"aten::_native_batch_norm_legit_no_training.out", 7},
                                              {"aten::native_layer_norm.out", 5},
                                              {"aten::max_pool2d_with_indices.out", 6},
@@ -163,7 +164,7 @@ TEST(EtOpTables, NoOverloadIsMappedTwiceAndEachIsFound) {
       EXPECT_EQ(FindEtOp(m.et_name), &m) << m.et_name;
     }
   }
-  EXPECT_EQ(rows, 84u);
+  EXPECT_EQ(rows, 85u);
   EXPECT_EQ(FindEtOp("aten::add"), nullptr);  // the functional overload is not mapped
   EXPECT_EQ(FindEtOp("aten::convolution_backward.out"), nullptr);
   EXPECT_EQ(FindEtOp(""), nullptr);
