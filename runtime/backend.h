@@ -113,10 +113,12 @@ std::unique_ptr<Backend> MakeGraphBackend();
 // checked (loader/executorch/xnnpack_reader.h) and its graph translated into a Ferry sub-program
 // of host ops, which runs as the graph backend runs its own (same kernels, no decoding or
 // allocation per call). XNNPACK's NHWC convolutions and pooling become Ferry's NCHW ops between
-// permutes, which are views: the permutes the exporter puts around them cancel. A node type,
-// datatype or flag the translation does not support is refused at init (Unimplemented) naming the
-// node's index and type; docs/executorch_delegates.md lists what runs. Registering another
-// backend under the same name replaces it (Runtime::RegisterBackend).
+// permutes, which are views: the permutes the exporter puts around them cancel. Statically
+// quantized graphs (qint8/quint8 values, per-channel qcint8 weights) run on dequantized floats,
+// rounded to each quantized value's grid where a node writes it. A node type, datatype or flag
+// the translation does not support is refused at init (Unimplemented) naming the node's index
+// and type; docs/executorch_delegates.md lists what runs. Registering another backend under the
+// same name replaces it (Runtime::RegisterBackend).
 std::unique_ptr<Backend> MakeXnnpackBackend();
 
 // A stand-in named `name` for a backend nobody registered, so that a method can be planned

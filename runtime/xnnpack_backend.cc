@@ -76,19 +76,92 @@ class Translator {
     return absl::UnimplementedError(absl::StrCat("XNNPACK ", XnnGraph::NodeLabel(node), ": ", why));
   }
 
-  // XNNPACK values are float32 here; the rest are refused by name.
-  absl::Status CheckFloat(const XnnValue& v, absl::string_view where) const {
-    if (v.dtype != XnnDataType::kFloat32 || v.quant != XnnQuant::kNone ||
-        v.dynamic_quant != XnnDataType::kInvalid) {
-      return absl::UnimplementedError(absl::StrCat(
-          "XNNPACK ", where, ": value id ", v.id, " is ",
-          v.dynamic_quant != XnnDataType::kInvalid
-              ? absl::StrCat("quantized at run time to ", XnnDataTypeName(v.dynamic_quant))
-              : std::string(XnnDataTypeName(v.dtype)),
-          v.quant != XnnQuant::kNone ? " (quantized)" : "",
-          "; Ferry's XNNPACK backend runs float32 graphs"));
+  // Quantized values are computed as float32 holding their dequantized values: a value of
+  // qint8 or quint8 (one scale and zero point) is rounded to its grid where a node writes it, and
+  // quantized constants (per-tensor, or qcint8 and qcint32 per channel) are dequantized once at
+  // load. Every other datatype, and quantization at run time, is refused by name.
+  static bool PerTensorActivation(const XnnValue& v) {
+    return (v.dtype == XnnDataType::kQInt8 || v.dtype == XnnDataType::kQUInt8) &&
+           v.quant == XnnQuant::kPerTensor;
+  }
+  absl::Status CheckSupported(const XnnValue& v, absl::string_view where) const {
+    const bool plain = v.dtype == XnnDataType::kFloat32 && v.quant == XnnQuant::kNone;
+    const bool constant_quant =
+        v.is_constant && (((v.dtype == XnnDataType::kQInt8 || v.dtype == XnnDataType::kQUInt8 ||
+                            v.dtype == XnnDataType::kQInt32) &&
+                           v.quant == XnnQuant::kPerTensor) ||
+                          ((v.dtype == XnnDataType::kQCInt8 || v.dtype == XnnDataType::kQCInt32) &&
+                           v.quant == XnnQuant::kPerChannel));
+    if ((plain || PerTensorActivation(v) || constant_quant) &&
+        v.dynamic_quant == XnnDataType::kInvalid) {
+      return absl::OkStatus();
     }
-    return absl::OkStatus();
+    return absl::UnimplementedError(absl::StrCat(
+        "XNNPACK ", where, ": value id ", v.id, " is ",
+        v.dynamic_quant != XnnDataType::kInvalid
+            ? absl::StrCat("quantized at run time to ", XnnDataTypeName(v.dynamic_quant))
+            : std::string(XnnDataTypeName(v.dtype)),
+        v.quant == XnnQuant::kPerChannelGroup                ? " per channel group"
+        : v.quant == XnnQuant::kPerTokenDynamic              ? " per token"
+        : v.quant == XnnQuant::kPerChannel && !v.is_constant ? " per channel, not a constant"
+                                                             : "",
+        "; Ferry's XNNPACK backend runs float32 graphs, and qint8 and quint8 ones with qint8, "
+        "qcint8, qint32 and qcint32 constants"));
+  }
+
+  // The element range and dtype of a qint8 or quint8 value.
+  static std::pair<int64_t, int64_t> QuantRange(const XnnValue& v) {
+    return v.dtype == XnnDataType::kQUInt8 ? std::pair<int64_t, int64_t>{0, 255}
+                                           : std::pair<int64_t, int64_t>{-128, 127};
+  }
+  static DType QuantDType(const XnnValue& v) {
+    return v.dtype == XnnDataType::kQUInt8 ? DType::kUInt8 : DType::kInt8;
+  }
+  // quantize(x) to v's grid, as the integer tensor.
+  ValueId Quantize(ValueId x, const XnnValue& v) {
+    const auto [lo, hi] = QuantRange(v);
+    return m_.Op("quantize", {x, m_.Double(v.scale), m_.Int(v.zero_point), m_.Int(lo), m_.Int(hi),
+                              m_.Int(static_cast<int64_t>(QuantDType(v)))});
+  }
+  ValueId Dequantize(ValueId q, const XnnValue& v) {
+    const auto [lo, hi] = QuantRange(v);
+    return m_.Op("dequantize",
+                 {q, m_.Double(v.scale), m_.Int(v.zero_point), m_.Int(lo), m_.Int(hi)});
+  }
+
+  // A constant's elements as floats: dequantized ((q - zero point) * scale, the channel's scale
+  // and zero point 0 per channel) when it is quantized.
+  static std::vector<float> FloatValues(const XnnValue& v) {
+    int64_t numel = 1;
+    for (int64_t d : v.dims) numel *= d;
+    std::vector<float> out(static_cast<size_t>(numel));
+    if (v.quant == XnnQuant::kNone) {
+      if (numel > 0) std::memcpy(out.data(), v.data.data(), out.size() * sizeof(float));
+      return out;
+    }
+    // Elements between two steps of the channel dim, and the channel count.
+    int64_t inner = 1;
+    for (size_t d = static_cast<size_t>(v.channel_dim) + 1; d < v.dims.size(); ++d)
+      inner *= v.dims[d];
+    const int64_t channels = v.quant == XnnQuant::kPerChannel ? v.dims[v.channel_dim] : 1;
+    for (int64_t i = 0; i < numel; ++i) {
+      int64_t q = 0;
+      if (v.dtype == XnnDataType::kQInt8 || v.dtype == XnnDataType::kQCInt8) {
+        q = static_cast<int8_t>(v.data[i]);
+      } else if (v.dtype == XnnDataType::kQUInt8) {
+        q = v.data[i];
+      } else {  // qint32, qcint32
+        int32_t w = 0;
+        std::memcpy(&w, v.data.data() + 4 * i, 4);
+        q = w;
+      }
+      if (v.quant == XnnQuant::kPerChannel) {
+        out[i] = static_cast<float>(q) * v.channel_scales[(i / inner) % channels];
+      } else {
+        out[i] = static_cast<float>(q - v.zero_point) * v.scale;
+      }
+    }
+    return out;
   }
 
   absl::Status BindArguments() {
@@ -124,18 +197,21 @@ class Translator {
       const int64_t at = value_of_external[a];
       if (at < 0) continue;  // an argument the graph does not read
       const XnnValue& v = graph_.values[at];
-      FERRY_RETURN_IF_ERROR(CheckFloat(v, absl::StrCat("argument ", a)));
+      FERRY_RETURN_IF_ERROR(CheckSupported(v, absl::StrCat("argument ", a)));
+      const DType want = PerTensorActivation(v) ? QuantDType(v) : DType::kFloat32;
       // XNNPACK sees the tensor as stored: a permuted view of the argument in its dim order.
       const std::vector<int64_t> order = DimOrderOf(arg);
       std::vector<int64_t> stored(order.size());
       for (size_t d = 0; d < order.size(); ++d) stored[d] = sizes[order[d]];
-      if (arg.dtype != DType::kFloat32 || stored != v.dims) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "argument ", a, " is ", DTypeName(arg.dtype), Shape(sizes),
-            IsIdentity(order) ? "" : absl::StrCat(" (stored as ", Shape(stored), ")"),
-            ", but the XNNPACK graph reads it (value id ", v.id, ") as fp32", Shape(v.dims)));
+      if (arg.dtype != want || stored != v.dims) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("argument ", a, " is ", DTypeName(arg.dtype), Shape(sizes),
+                         IsIdentity(order) ? "" : absl::StrCat(" (stored as ", Shape(stored), ")"),
+                         ", but the XNNPACK graph reads it (value id ", v.id, ") as ",
+                         XnnDataTypeName(v.dtype), Shape(v.dims)));
       }
       x = Permute(x, order);
+      if (PerTensorActivation(v)) x = Dequantize(x, v);
       ferry_of_[at] = x;
     }
     value_of_external_ = std::move(value_of_external);
@@ -162,12 +238,15 @@ class Translator {
       const std::vector<int64_t> sizes(result.sizes.begin(), result.sizes.begin() + result.rank);
       std::vector<int64_t> stored(order.size());
       for (size_t d = 0; d < order.size(); ++d) stored[d] = sizes[order[d]];
-      if (result.dtype != DType::kFloat32 || stored != v.dims) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "result ", r, " is ", DTypeName(result.dtype), Shape(sizes),
-            IsIdentity(order) ? "" : absl::StrCat(" (stored as ", Shape(stored), ")"),
-            ", but the XNNPACK graph writes it (value id ", v.id, ") as fp32", Shape(v.dims)));
+      const DType want = PerTensorActivation(v) ? QuantDType(v) : DType::kFloat32;
+      if (result.dtype != want || stored != v.dims) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("result ", r, " is ", DTypeName(result.dtype), Shape(sizes),
+                         IsIdentity(order) ? "" : absl::StrCat(" (stored as ", Shape(stored), ")"),
+                         ", but the XNNPACK graph writes it (value id ", v.id, ") as ",
+                         XnnDataTypeName(v.dtype), Shape(v.dims)));
       }
+      if (PerTensorActivation(v)) y = Quantize(y, v);
       std::vector<int64_t> inverse(order.size());
       for (size_t d = 0; d < order.size(); ++d) inverse[order[d]] = static_cast<int64_t>(d);
       y = Permute(y, inverse);
@@ -181,16 +260,14 @@ class Translator {
     const int64_t at = IndexOf(id);
     const XnnValue& v = graph_.values[at];
     if (ferry_of_[at] >= 0) return ferry_of_[at];
-    FERRY_RETURN_IF_ERROR(CheckFloat(v, XnnGraph::NodeLabel(node)));
+    FERRY_RETURN_IF_ERROR(CheckSupported(v, XnnGraph::NodeLabel(node)));
     if (!v.is_constant) {
       return absl::InvalidArgumentError(absl::StrCat("XNNPACK ", XnnGraph::NodeLabel(node),
                                                      " reads value id ", id,
                                                      ", which is not an argument of the call"));
     }
-    std::vector<uint8_t> bytes(v.data.begin(), v.data.end());
-    ferry_of_[at] = m_.Constant(absl::StrCat("xnnpack value ", v.id),
-                                TensorMeta{DType::kFloat32, {v.dims.begin(), v.dims.end()}, {}},
-                                std::move(bytes));
+    ferry_of_[at] = m_.ConstantF32(absl::StrCat("xnnpack value ", v.id),
+                                   {v.dims.begin(), v.dims.end()}, FloatValues(v));
     return ferry_of_[at];
   }
 
@@ -203,7 +280,7 @@ class Translator {
                                          std::vector<int64_t> final_dims = {}) {
     const int64_t at = IndexOf(id);
     const XnnValue& v = graph_.values[at];
-    FERRY_RETURN_IF_ERROR(CheckFloat(v, XnnGraph::NodeLabel(node)));
+    FERRY_RETURN_IF_ERROR(CheckSupported(v, XnnGraph::NodeLabel(node)));
     if (!v.is_constant) {
       FERRY_ASSIGN_OR_RETURN(ValueId w, In(node, id));
       if (in_dims != v.dims) w = m_.Op("reshape", {w, m_.IntList(in_dims)});
@@ -225,8 +302,8 @@ class Translator {
     for (size_t d = 0; d < rank; ++d) out_dims[d] = in_dims[perm[d]];
     int64_t numel = 1;
     for (int64_t d : out_dims) numel *= d;
-    std::vector<float> in(numel), out(numel);
-    std::memcpy(in.data(), v.data.data(), numel * sizeof(float));
+    const std::vector<float> in = FloatValues(v);
+    std::vector<float> out(numel);
     std::vector<int64_t> index(rank, 0);
     for (int64_t i = 0; i < numel; ++i) {
       int64_t src = 0;
@@ -297,7 +374,7 @@ class Translator {
 
   absl::Status Node(const XnnNode& node) {
     const XnnValue& out_value = graph_.values[IndexOf(node.outputs[0])];
-    FERRY_RETURN_IF_ERROR(CheckFloat(out_value, XnnGraph::NodeLabel(node)));
+    FERRY_RETURN_IF_ERROR(CheckSupported(out_value, XnnGraph::NodeLabel(node)));
     nhwc_after_ = false;
     FERRY_ASSIGN_OR_RETURN(ValueId y, Translate(node));
     FERRY_RETURN_IF_ERROR(builder_.status());
@@ -310,6 +387,9 @@ class Translator {
     }
     // Convolutions and pooling computed in NCHW are clamped there, then seen as NHWC.
     if (nhwc_after_) y = Permute(y, {0, 2, 3, 1});
+    // A quantized result is rounded to its grid (and clamped to its range), as the integer
+    // kernels' requantization does.
+    if (PerTensorActivation(out_value)) y = Dequantize(Quantize(y, out_value), out_value);
     FERRY_RETURN_IF_ERROR(builder_.status());
     const TensorMeta& meta = m_.meta(y);
     const std::vector<int64_t> sizes(meta.sizes.begin(), meta.sizes.end());

@@ -194,14 +194,14 @@ class PayloadReader {
       const std::string where = absl::StrCat("value ", i);
       XnnValue v;
       const fb::Tensor* t = nullptr;
+      const fb::QuantizedTensor* q = nullptr;
       switch (gv->value_type()) {
         case fb::Value::Tensor:
           t = static_cast<const fb::Tensor*>(gv->value());
           break;
         case fb::Value::QuantizedTensor: {
-          const auto* q = static_cast<const fb::QuantizedTensor*>(gv->value());
+          q = static_cast<const fb::QuantizedTensor*>(gv->value());
           t = q->tensor();
-          FERRY_RETURN_IF_ERROR(ReadQuant(where, *q, v));
           break;
         }
         default:
@@ -246,6 +246,7 @@ class PayloadReader {
         return Invalid(
             absl::StrCat(where, " (id ", v.id, ") of dims ", Shape(v.dims), " is too large"));
       }
+      if (q != nullptr) FERRY_RETURN_IF_ERROR(ReadQuant(where, *q, v));
       v.flags = t->flags();
       if ((v.flags & ~(kXnnExternalInput | kXnnExternalOutput)) != 0) {
         return Invalid(absl::StrCat(where, " (id ", v.id, ") has flags 0x", absl::Hex(v.flags),
@@ -285,7 +286,37 @@ class PayloadReader {
     return absl::OkStatus();
   }
 
+  // The quantization parameters of value `v` (its dims read); per-channel scales come from the
+  // parameters or, by constant index, from the constant data, one per channel.
   absl::Status ReadQuant(const std::string& where, const fb::QuantizedTensor& q, XnnValue& v) {
+    const std::string label = absl::StrCat(where, " (id ", v.id, ")");
+    auto channel_scales = [&](const flatbuffers::Vector<float>* scales, uint32_t index,
+                              int32_t channel_dim) -> absl::Status {
+      if (channel_dim < 0 || static_cast<size_t>(channel_dim) >= v.dims.size()) {
+        return Invalid(absl::StrCat(label, " is quantized per channel along dim ", channel_dim,
+                                    ", but has rank ", v.dims.size()));
+      }
+      v.channel_dim = channel_dim;
+      const uint64_t channels = static_cast<uint64_t>(v.dims[channel_dim]);
+      if (index != 0) {
+        XnnValue scale_value;
+        scale_value.id = v.id;
+        scale_value.dtype = XnnDataType::kFloat32;
+        scale_value.dims = {static_cast<int64_t>(channels)};
+        FERRY_ASSIGN_OR_RETURN(absl::Span<const uint8_t> bytes,
+                               ConstantBytes(absl::StrCat(where, "'s scales"), scale_value, index,
+                                             channels * sizeof(float)));
+        v.channel_scales.resize(channels);
+        if (channels > 0) std::memcpy(v.channel_scales.data(), bytes.data(), bytes.size());
+      } else if (scales != nullptr) {
+        v.channel_scales.assign(scales->begin(), scales->end());
+      }
+      if (v.quant == XnnQuant::kPerChannel && v.channel_scales.size() != channels) {
+        return Invalid(absl::StrCat(label, " has ", v.channel_scales.size(), " scales for ",
+                                    channels, " channels"));
+      }
+      return absl::OkStatus();
+    };
     switch (q.quant_params_type()) {
       case fb::QuantParams::PerTensor: {
         const auto* p = static_cast<const fb::PerTensor*>(q.quant_params());
@@ -297,19 +328,13 @@ class PayloadReader {
       case fb::QuantParams::PerChannel: {
         const auto* p = static_cast<const fb::PerChannel*>(q.quant_params());
         v.quant = XnnQuant::kPerChannel;
-        v.channel_dim = p->channel_dim();
-        if (p->scales() != nullptr)
-          v.channel_scales.assign(p->scales()->begin(), p->scales()->end());
-        return absl::OkStatus();
+        return channel_scales(p->scales(), p->scales_constant_index(), p->channel_dim());
       }
       case fb::QuantParams::PerChannelGroup: {
         const auto* p = static_cast<const fb::PerChannelGroup*>(q.quant_params());
         v.quant = XnnQuant::kPerChannelGroup;
-        v.channel_dim = p->channel_dim();
         v.group_size = p->group_size();
-        if (p->scales() != nullptr)
-          v.channel_scales.assign(p->scales()->begin(), p->scales()->end());
-        return absl::OkStatus();
+        return channel_scales(p->scales(), p->scales_constant_index(), p->channel_dim());
       }
       case fb::QuantParams::PerTokenDynamic: {
         const auto* p = static_cast<const fb::PerTokenDynamic*>(q.quant_params());

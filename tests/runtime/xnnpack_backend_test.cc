@@ -309,6 +309,117 @@ TEST(XnnpackBackendTest, StaticResizeBilinearHalfPixelAndAlignCorners) {
   EXPECT_THAT(got[1], ::testing::ElementsAre(0, 2, 4, 4, 6, 8, 8, 10, 12));
 }
 
+// A statically quantized convolution as ExecuTorch's XNNPACK quantizer exports one: float NCHW
+// in, transposed, converted to qint8, Conv2d with a qcint8 filter (a scale per output channel) and
+// a qcint32 bias, a qint8 result with a fused ReLU, converted back and transposed. The reference
+// is the integer computation: round the input to its grid, accumulate in int32, requantize.
+TEST(XnnpackBackendTest, StaticallyQuantizedConvolutionMatchesTheIntegerComputation) {
+  const int c = 2, h = 4, wd = 4, out_c = 3, k = 3;
+  const float s_in = 0.05f, s_out = 0.1f;
+  const int32_t zp_in = 3, zp_out = -5;
+  const std::vector<float> s_w = {0.02f, 0.01f, 0.03f};
+  std::vector<int8_t> wq(out_c * k * k * c);
+  for (size_t i = 0; i < wq.size(); ++i) wq[i] = static_cast<int8_t>(((i * 37) % 200) - 100);
+  const std::vector<int32_t> bq = {150, -400, 20};
+  std::vector<uint8_t> w_bytes(wq.size()), b_bytes(bq.size() * 4);
+  std::memcpy(w_bytes.data(), wq.data(), wq.size());
+  std::memcpy(b_bytes.data(), bq.data(), b_bytes.size());
+  std::vector<float> b_scales(out_c);
+  for (int o = 0; o < out_c; ++o) b_scales[o] = s_in * s_w[o];
+
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({1, c, h, wd}, 0);
+  const uint32_t nhwc = w.Internal({1, h, wd, c});
+  XnnPayloadWriter::Value q_in{xfb::DataType::QInt8, {1, h, wd, c}, 0, UINT32_MAX, 0, 0, {}, {}};
+  q_in.per_tensor = std::make_pair(s_in, zp_in);
+  const uint32_t xq = w.AddValue(q_in);
+  const uint32_t filter = w.ConstantBytes(xfb::DataType::QCInt8, {out_c, k, k, c}, w_bytes);
+  w.value(filter).per_channel = std::make_pair(s_w, 0);
+  const uint32_t bias = w.ConstantBytes(xfb::DataType::QCInt32, {out_c}, b_bytes);
+  w.value(bias).per_channel = std::make_pair(b_scales, 0);
+  XnnPayloadWriter::Value q_out = q_in;
+  q_out.dims = {1, h, wd, out_c};
+  q_out.per_tensor = std::make_pair(s_out, zp_out);
+  const uint32_t yq = w.AddValue(q_out);
+  const uint32_t y = w.Internal({1, h, wd, out_c});
+  const uint32_t out = w.Output({1, out_c, h, wd}, 1);
+  w.Transpose({0, 2, 3, 1}, in, nhwc);
+  w.Unary(xfb::Node::Convert, nhwc, xq);
+  XnnPayloadWriter::Conv p;
+  p.padding = {1, 1, 1, 1};
+  p.kernel = {k, k};
+  p.group_in = c;
+  p.group_out = out_c;
+  w.Convolution(xfb::Node::Conv2d, p, xq, filter, bias, yq, std::array<float, 2>{0, kInf});
+  w.Unary(xfb::Node::Convert, yq, y);
+  w.Transpose({0, 3, 1, 2}, y, out);
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{1, c, h, wd}}, {{1, out_c, h, wd}});
+  const std::vector<float> x = Values(c * h * wd, 0.3);  // within [-1.5, 1.5]
+  ASSERT_OK_AND_ASSIGN(auto got, RunCall(call, {x}));
+
+  auto quantize = [](double v, float scale, int32_t zp) {
+    return std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(v / scale)) + zp, -128, 127);
+  };
+  std::vector<double> want(out_c * h * wd);
+  int clipped = 0;
+  for (int o = 0; o < out_c; ++o) {
+    for (int oy = 0; oy < h; ++oy) {
+      for (int ox = 0; ox < wd; ++ox) {
+        int64_t acc = bq[o];
+        for (int ky = 0; ky < k; ++ky) {
+          for (int kx = 0; kx < k; ++kx) {
+            const int iy = oy + ky - 1, ix = ox + kx - 1;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+            for (int ci = 0; ci < c; ++ci) {
+              const int64_t xv = quantize(x[(ci * h + iy) * wd + ix], s_in, zp_in) - zp_in;
+              acc += xv * wq[((o * k + ky) * k + kx) * c + ci];
+            }
+          }
+        }
+        const double real = static_cast<double>(acc) * s_in * s_w[o];
+        clipped += real < 0;
+        const int64_t q = std::max<int64_t>(quantize(real, s_out, zp_out), zp_out);  // the ReLU
+        want[(o * h + oy) * wd + ox] = static_cast<double>(q - zp_out) * s_out;
+      }
+    }
+  }
+  EXPECT_GT(clipped, 0);
+  ASSERT_EQ(got[0].size(), want.size());
+  int exact = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(got[0][i], want[i], s_out * 1.001) << i;  // within one quantization step
+    exact += std::abs(got[0][i] - want[i]) < 1e-5;
+  }
+  // Float accumulation of the dequantized values rounds as the integers do almost everywhere.
+  EXPECT_GE(exact, static_cast<int>(want.size()) * 9 / 10);
+}
+
+// qint8 arguments and results are int8 tensors of the call: dequantized on the way in, requantized
+// to the result's grid on the way out.
+TEST(XnnpackBackendTest, QuantizedArgumentsAndResultsAreInt8Tensors) {
+  XnnPayloadWriter w;
+  const uint32_t in = w.Input({5}, 0), out = w.Output({5}, 1);
+  w.value(in).dtype = w.value(out).dtype = xfb::DataType::QInt8;
+  w.value(in).per_tensor = std::make_pair(0.5f, 1);
+  w.value(out).per_tensor = std::make_pair(0.25f, -2);
+  w.Unary(xfb::Node::Negate, in, out);
+  const XnnpackCall call = XnnpackCall::Of(w.Build(), {{5}}, {{5}}, {}, {true, true});
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Program> program, Program::FromBytes(call.pte));
+  Runtime rt;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Method> method, rt.LoadMethod(*program, "forward"));
+  std::vector<int8_t> q = {1, 3, -4, 100, -128};
+  ASSERT_OK(method->SetInput(0, TensorView::Host(DType::kInt8, {5}, q.data())));
+  ASSERT_OK(method->Execute());
+  const TensorView y = method->Output(0);
+  ASSERT_EQ(y.dtype(), DType::kInt8);
+  // x = (q - 1) * 0.5; -x on the grid of 0.25 with zero point -2, clamped to int8.
+  for (int i = 0; i < 5; ++i) {
+    const double neg = -(q[i] - 1) * 0.5;
+    const int64_t want = std::clamp<int64_t>(std::llround(neg / 0.25) - 2, -128, 127);
+    EXPECT_EQ(y.data_as<int8_t>()[i], want) << i;
+  }
+}
+
 TEST(XnnpackBackendTest, MaxAverageAndGlobalPoolingOverNhwc) {
   const int h = 5, wd = 5, c = 2;
   const std::vector<float> x = Values(h * wd * c, 0.5);
@@ -704,7 +815,7 @@ TEST(XnnpackBackendTest, UnsupportedNodesDatatypesAndFlagsAreRefusedByName) {
     XnnPayloadWriter w;
     const uint32_t in = w.Input({1, 4, 4, 1}, 0), out = w.Output({1, 2, 2, 1}, 1);
     const uint32_t index =
-        w.AddValue({xfb::DataType::Int32, {1, 2, 2, 1}, 0, UINT32_MAX, 0, 0, {}});
+        w.AddValue({xfb::DataType::Int32, {1, 2, 2, 1}, 0, UINT32_MAX, 0, 0, {}, {}});
     w.Node(xfb::Node::ArgMaxPooling2d, [=](auto& fbb) {
       return xfb::CreateArgMaxPooling2d(fbb, 0, 0, 0, 0, 2, 2, in, out, index, 0).Union();
     });
@@ -731,12 +842,11 @@ TEST(XnnpackBackendTest, UnsupportedNodesDatatypesAndFlagsAreRefusedByName) {
   {
     XnnPayloadWriter w;
     const uint32_t in = w.Input({4}, 0), out = w.Output({4}, 1);
-    w.value(in).dtype = xfb::DataType::QInt8;
-    w.value(in).per_tensor = std::make_pair(0.5f, 3);
+    w.value(in).dtype = xfb::DataType::Float16;
     w.Unary(xfb::Node::Abs, in, out);
     EXPECT_THAT(LoadStatus(w, {{4}}, {{4}}),
                 StatusIs(absl::StatusCode::kUnimplemented,
-                         AllOf(HasSubstr("value id 0 is qint8"), HasSubstr("float32 graphs"))));
+                         AllOf(HasSubstr("value id 0 is fp16"), HasSubstr("float32 graphs"))));
   }
   {
     XnnPayloadWriter w;

@@ -46,16 +46,19 @@ class XnnPayloadWriter {
     uint32_t constant = 0;
     uint32_t id = 0;
     std::optional<std::pair<float, int32_t>> per_tensor;  // a QuantizedTensor's scale, zero point
+    // Or per channel: the scales, inline, and the channel dim.
+    std::optional<std::pair<std::vector<float>, int32_t>> per_channel;
+    uint32_t scales_constant = 0;  // per channel: the scales are this constant instead
   };
 
   uint32_t Input(std::vector<uint32_t> dims, uint32_t external_id) {
-    return AddValue({xfb::DataType::Float32, std::move(dims), 1, external_id, 0, 0, {}});
+    return AddValue({xfb::DataType::Float32, std::move(dims), 1, external_id, 0, 0, {}, {}});
   }
   uint32_t Output(std::vector<uint32_t> dims, uint32_t external_id) {
-    return AddValue({xfb::DataType::Float32, std::move(dims), 2, external_id, 0, 0, {}});
+    return AddValue({xfb::DataType::Float32, std::move(dims), 2, external_id, 0, 0, {}, {}});
   }
   uint32_t Internal(std::vector<uint32_t> dims) {
-    return AddValue({xfb::DataType::Float32, std::move(dims), 0, UINT32_MAX, 0, 0, {}});
+    return AddValue({xfb::DataType::Float32, std::move(dims), 0, UINT32_MAX, 0, 0, {}, {}});
   }
   // A float32 constant whose bytes follow the graph in the payload.
   uint32_t Constant(std::vector<uint32_t> dims, const std::vector<float>& data) {
@@ -68,8 +71,14 @@ class XnnPayloadWriter {
     while (constant_data_.size() % 16 != 0) constant_data_.push_back(0);
     constants_.push_back({constant_data_.size(), bytes.size(), ""});
     constant_data_.insert(constant_data_.end(), bytes.begin(), bytes.end());
-    return AddValue(
-        {dtype, std::move(dims), 0, UINT32_MAX, static_cast<uint32_t>(constants_.size()), 0, {}});
+    return AddValue({dtype,
+                     std::move(dims),
+                     0,
+                     UINT32_MAX,
+                     static_cast<uint32_t>(constants_.size()),
+                     0,
+                     {},
+                     {}});
   }
   // A float32 constant that is the program's named data entry `key` of `size` bytes.
   uint32_t NamedConstant(std::vector<uint32_t> dims, std::string key, uint64_t size) {
@@ -80,6 +89,7 @@ class XnnPayloadWriter {
                      UINT32_MAX,
                      static_cast<uint32_t>(constants_.size()),
                      0,
+                     {},
                      {}});
   }
   // Any value, as given (its id is the next one unless `v.id` is set after).
@@ -195,6 +205,12 @@ class XnnPayloadWriter {
         auto q = xfb::CreatePerTensor(fbb, v.per_tensor->first, v.per_tensor->second);
         auto qt = xfb::CreateQuantizedTensor(fbb, tensor, xfb::QuantParams::PerTensor, q.Union());
         values.push_back(xfb::CreateGraphValue(fbb, xfb::Value::QuantizedTensor, qt.Union()));
+      } else if (v.per_channel.has_value()) {
+        auto q = xfb::CreatePerChannelDirect(
+            fbb, v.per_channel->first.empty() ? nullptr : &v.per_channel->first,
+            v.per_channel->second, v.scales_constant);
+        auto qt = xfb::CreateQuantizedTensor(fbb, tensor, xfb::QuantParams::PerChannel, q.Union());
+        values.push_back(xfb::CreateGraphValue(fbb, xfb::Value::QuantizedTensor, qt.Union()));
       } else {
         values.push_back(xfb::CreateGraphValue(fbb, xfb::Value::Tensor, tensor.Union()));
       }
@@ -263,10 +279,12 @@ struct XnnpackCall {
   std::vector<uint8_t> payload;
   std::vector<uint8_t> pte;
 
-  // `dim_orders`, when given, has one entry per argument, then per result (empty: row-major).
+  // `dim_orders`, when given, has one entry per argument, then per result (empty: row-major);
+  // `int8`, when given, says per argument, then per result, whether it is an int8 tensor.
   static XnnpackCall Of(std::vector<uint8_t> payload, const std::vector<std::vector<int64_t>>& args,
                         const std::vector<std::vector<int64_t>>& results,
-                        const std::vector<std::vector<uint8_t>>& dim_orders = {}) {
+                        const std::vector<std::vector<uint8_t>>& dim_orders = {},
+                        const std::vector<bool>& int8 = {}) {
     XnnpackCall call;
     call.payload = std::move(payload);
     EtProgram p;
@@ -284,6 +302,9 @@ struct XnnpackCall {
       m.outputs.push_back(static_cast<int32_t>(m.values.size()));
       instruction.args.push_back(static_cast<int32_t>(m.values.size()));
       m.values.push_back(FloatTensor(sizes));
+    }
+    for (size_t i = 0; i < int8.size() && i < m.values.size(); ++i) {
+      if (int8[i]) m.values[i] = TensorOf(1, DType::kInt8, 1, m.values[i].tensor.sizes);
     }
     for (size_t i = 0; i < dim_orders.size() && i < m.values.size(); ++i) {
       m.values[i].tensor.dim_order = dim_orders[i];

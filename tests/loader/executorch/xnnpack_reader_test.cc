@@ -236,6 +236,35 @@ TEST(XnnpackReader, BadValuesAreRefusedNamingThem) {
   }
 }
 
+// Per-channel scales, inline or from a constant (XNNPACK's scale buffer), one per channel.
+TEST(XnnpackReader, PerChannelScalesAreReadAndCounted) {
+  auto graph = [](std::vector<float> inline_scales, int32_t dim, bool from_constant) {
+    XnnPayloadWriter w;
+    const uint32_t in = w.Input({2, 3}, 0), out = w.Output({2, 4}, 1);
+    const uint32_t scales = w.Constant({4}, {0.5f, 0.25f, 2.0f, 4.0f});
+    const uint32_t filter =
+        w.ConstantBytes(xfb::DataType::QCInt8, {4, 3}, std::vector<uint8_t>(12, 1));
+    w.value(filter).per_channel = std::make_pair(std::move(inline_scales), dim);
+    if (from_constant) w.value(filter).scales_constant = w.value(scales).constant;
+    w.FullyConnected(in, filter, kXnnNoValue, out);
+    return w.Build();
+  };
+  ASSERT_OK_AND_ASSIGN(XnnGraph inline_read,
+                       ReadXnnpackPayload(graph({1, 2, 3, 4}, 0, false), nullptr));
+  const XnnValue& a = *inline_read.value(3);
+  EXPECT_EQ(a.quant, XnnQuant::kPerChannel);
+  EXPECT_EQ(a.channel_dim, 0);
+  EXPECT_THAT(a.channel_scales, ElementsAre(1, 2, 3, 4));
+  ASSERT_OK_AND_ASSIGN(XnnGraph buffered, ReadXnnpackPayload(graph({}, 0, true), nullptr));
+  EXPECT_THAT(buffered.value(3)->channel_scales, ElementsAre(0.5f, 0.25f, 2.0f, 4.0f));
+  EXPECT_THAT(ReadXnnpackPayload(graph({1, 2}, 0, false), nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("value 3 (id 3) has 2 scales for 4 channels")));
+  EXPECT_THAT(ReadXnnpackPayload(graph({1, 2, 3, 4}, 2, false), nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("quantized per channel along dim 2, but has rank 2")));
+}
+
 TEST(XnnpackReader, BadNodesAndExternalsAreRefusedNamingThem) {
   {
     XnnPayloadWriter w;
