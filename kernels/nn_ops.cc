@@ -141,24 +141,55 @@ struct Conv {
   int spatial = 2;
 };
 
-absl::StatusOr<Conv> ReadConv(absl::Span<const OpArg> args) {
-  constexpr absl::string_view op = "conv";
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* w, TensorArg(op, args, 1));
-  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
-  FERRY_RETURN_IF_ERROR(CheckDType(op, 1, *w, DType::kFloat32));
-  Conv c;
-  if (x->rank != 3 && x->rank != 4) {
-    return OpError(op, "argument 0 has shape ", ShapeString(*x),
+// What conv and conv_transpose read alike: x (argument 0) and w (argument 1), float32, x
+// [N, C, L] or [N, C, H, W] into `g`, and the groups (argument `groups_arg`) dividing C.
+struct ConvOperands {
+  const TensorRef* x = nullptr;
+  const TensorRef* w = nullptr;
+  int spatial = 2;
+  int64_t groups = 1;
+};
+
+absl::StatusOr<ConvOperands> ReadConvOperands(absl::string_view op, absl::Span<const OpArg> args,
+                                              int groups_arg, Window* g) {
+  ConvOperands c;
+  FERRY_ASSIGN_OR_RETURN(c.x, TensorArg(op, args, 0));
+  FERRY_ASSIGN_OR_RETURN(c.w, TensorArg(op, args, 1));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *c.x, DType::kFloat32));
+  FERRY_RETURN_IF_ERROR(CheckDType(op, 1, *c.w, DType::kFloat32));
+  if (c.x->rank != 3 && c.x->rank != 4) {
+    return OpError(op, "argument 0 has shape ", ShapeString(*c.x),
                    ", expected [N, C, L] (1-D) or [N, C, H, W] (2-D)");
   }
-  c.spatial = x->rank - 2;
-  FERRY_RETURN_IF_ERROR(ReadInput(op, *x, c.spatial, /*batch_optional=*/false, &c.g));
-  FERRY_ASSIGN_OR_RETURN(c.groups, IntArg(op, args, 5));
-  if (c.groups < 1 || c.g.c % c.groups != 0) {
-    return OpError(op, "argument 5 (groups) is ", c.groups, ", which does not divide the ", c.g.c,
-                   " input channels");
+  c.spatial = c.x->rank - 2;
+  FERRY_RETURN_IF_ERROR(ReadInput(op, *c.x, c.spatial, /*batch_optional=*/false, g));
+  FERRY_ASSIGN_OR_RETURN(c.groups, IntArg(op, args, groups_arg));
+  if (c.groups < 1 || g->c % c.groups != 0) {
+    return OpError(op, "argument ", groups_arg, " (groups) is ", c.groups,
+                   ", which does not divide the ", g->c, " input channels");
   }
+  return c;
+}
+
+// The kernel's sizes, w's last one or two dims, into `g`.
+absl::Status ReadKernel(absl::string_view op, const TensorRef& w, int spatial, Window* g) {
+  g->kw = w.sizes[w.rank - 1];
+  g->kh = spatial == 2 ? w.sizes[2] : 1;
+  if (g->kh < 1 || g->kw < 1 || g->kh > kMaxWindow || g->kw > kMaxWindow) {
+    return OpError(op, "argument 1 (weight) has shape ", ShapeString(w),
+                   ", whose kernel is empty or larger than ", kMaxWindow);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Conv> ReadConv(absl::Span<const OpArg> args) {
+  constexpr absl::string_view op = "conv";
+  Conv c;
+  FERRY_ASSIGN_OR_RETURN(const ConvOperands operands, ReadConvOperands(op, args, 5, &c.g));
+  const TensorRef* x = operands.x;
+  const TensorRef* w = operands.w;
+  c.spatial = operands.spatial;
+  c.groups = operands.groups;
   if (w->rank != x->rank || w->sizes[1] * c.groups != c.g.c) {
     return OpError(op, "argument 1 (weight) has shape ", ShapeString(*w), ", expected [O, ",
                    c.g.c / c.groups, c.spatial == 2 ? ", kH, kW]" : ", kL]", " for input channels ",
@@ -171,12 +202,7 @@ absl::StatusOr<Conv> ReadConv(absl::Span<const OpArg> args) {
   }
   c.cg = c.g.c / c.groups;
   c.og = c.o / c.groups;
-  c.g.kw = w->sizes[w->rank - 1];
-  c.g.kh = c.spatial == 2 ? w->sizes[2] : 1;
-  if (c.g.kh < 1 || c.g.kw < 1 || c.g.kh > kMaxWindow || c.g.kw > kMaxWindow) {
-    return OpError(op, "argument 1 (weight) has shape ", ShapeString(*w),
-                   ", whose kernel is empty or larger than ", kMaxWindow);
-  }
+  FERRY_RETURN_IF_ERROR(ReadKernel(op, *w, c.spatial, &c.g));
   FERRY_RETURN_IF_ERROR(ReadPair(op, args, 2, "stride", c.spatial, 1, nullptr, &c.g.sh, &c.g.sw));
   FERRY_RETURN_IF_ERROR(ReadPair(op, args, 3, "padding", c.spatial, 0, nullptr, &c.g.ph, &c.g.pw));
   FERRY_RETURN_IF_ERROR(ReadPair(op, args, 4, "dilation", c.spatial, 1, nullptr, &c.g.dh, &c.g.dw));
@@ -442,22 +468,12 @@ struct ConvTranspose {
 
 absl::StatusOr<ConvTranspose> ReadConvTranspose(absl::Span<const OpArg> args) {
   constexpr absl::string_view op = "conv_transpose";
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* x, TensorArg(op, args, 0));
-  FERRY_ASSIGN_OR_RETURN(const TensorRef* w, TensorArg(op, args, 1));
-  FERRY_RETURN_IF_ERROR(CheckDType(op, 0, *x, DType::kFloat32));
-  FERRY_RETURN_IF_ERROR(CheckDType(op, 1, *w, DType::kFloat32));
   ConvTranspose c;
-  if (x->rank != 3 && x->rank != 4) {
-    return OpError(op, "argument 0 has shape ", ShapeString(*x),
-                   ", expected [N, C, L] (1-D) or [N, C, H, W] (2-D)");
-  }
-  c.spatial = x->rank - 2;
-  FERRY_RETURN_IF_ERROR(ReadInput(op, *x, c.spatial, /*batch_optional=*/false, &c.g));
-  FERRY_ASSIGN_OR_RETURN(c.groups, IntArg(op, args, 6));
-  if (c.groups < 1 || c.g.c % c.groups != 0) {
-    return OpError(op, "argument 6 (groups) is ", c.groups, ", which does not divide the ", c.g.c,
-                   " input channels");
-  }
+  FERRY_ASSIGN_OR_RETURN(const ConvOperands operands, ReadConvOperands(op, args, 6, &c.g));
+  const TensorRef* x = operands.x;
+  const TensorRef* w = operands.w;
+  c.spatial = operands.spatial;
+  c.groups = operands.groups;
   if (w->rank != x->rank || w->sizes[0] != c.g.c || w->sizes[1] > kMaxWindow) {
     return OpError(op, "argument 1 (weight) has shape ", ShapeString(*w), ", expected [", c.g.c,
                    ", O / groups", c.spatial == 2 ? ", kH, kW]" : ", kL]");
@@ -465,12 +481,7 @@ absl::StatusOr<ConvTranspose> ReadConvTranspose(absl::Span<const OpArg> args) {
   c.cg = c.g.c / c.groups;
   c.og = w->sizes[1];
   c.o = c.og * c.groups;
-  c.g.kw = w->sizes[w->rank - 1];
-  c.g.kh = c.spatial == 2 ? w->sizes[2] : 1;
-  if (c.g.kh < 1 || c.g.kw < 1 || c.g.kh > kMaxWindow || c.g.kw > kMaxWindow) {
-    return OpError(op, "argument 1 (weight) has shape ", ShapeString(*w),
-                   ", whose kernel is empty or larger than ", kMaxWindow);
-  }
+  FERRY_RETURN_IF_ERROR(ReadKernel(op, *w, c.spatial, &c.g));
   FERRY_RETURN_IF_ERROR(ReadPair(op, args, 2, "stride", c.spatial, 1, nullptr, &c.g.sh, &c.g.sw));
   FERRY_RETURN_IF_ERROR(ReadPair(op, args, 3, "padding", c.spatial, 0, nullptr, &c.g.ph, &c.g.pw));
   FERRY_RETURN_IF_ERROR(

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ferry/base/status_macros.h"
+#include "ferry/kernels/internal/op_util.h"
 #include "ferry/loader/executorch/xnnpack_reader.h"
 #include "ferry/loader/ferry/program_builder.h"
 #include "ferry/loader/program.h"
@@ -67,10 +68,7 @@ class Translator {
   }
 
  private:
-  int64_t IndexOf(uint32_t id) const {
-    const XnnValue* v = graph_.value(id);
-    return v == nullptr ? -1 : v - graph_.values.data();
-  }
+  int64_t IndexOf(uint32_t id) const { return graph_.IndexOf(id); }
 
   absl::Status Refuse(const XnnNode& node, absl::string_view why) const {
     return absl::UnimplementedError(absl::StrCat("XNNPACK ", XnnGraph::NodeLabel(node), ": ", why));
@@ -296,24 +294,17 @@ class Translator {
           absl::StrCat("XNNPACK ", XnnGraph::NodeLabel(node), ": its filter (value id ", v.id,
                        ") is ", Shape(v.dims), ", but the node needs ", Shape(in_dims)));
     }
-    const size_t rank = in_dims.size();
-    std::vector<int64_t> out_dims(rank), in_strides(rank, 1);
-    for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * in_dims[d];
-    for (size_t d = 0; d < rank; ++d) out_dims[d] = in_dims[perm[d]];
-    int64_t numel = 1;
-    for (int64_t d : out_dims) numel *= d;
-    const std::vector<float> in = FloatValues(v);
-    std::vector<float> out(numel);
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t i = 0; i < numel; ++i) {
-      int64_t src = 0;
-      for (size_t d = 0; d < rank; ++d) src += index[d] * in_strides[perm[d]];
-      out[i] = in[src];
-      for (size_t d = rank; d-- > 0;) {
-        if (++index[d] < out_dims[d]) break;
-        index[d] = 0;
-      }
+    // The permuted view of the filter, copied dense by the kernels' strided copy.
+    std::vector<float> in = FloatValues(v);
+    std::vector<float> out(in.size());
+    const TensorRef source = TensorRef::Contiguous(DType::kFloat32, in_dims, in.data());
+    TensorRef view = source;
+    std::vector<int64_t> out_dims(in_dims.size());
+    for (size_t d = 0; d < in_dims.size(); ++d) {
+      out_dims[d] = view.sizes[d] = in_dims[perm[d]];
+      view.strides[d] = source.strides[perm[d]];
     }
+    internal::BroadcastCopy(TensorRef::Contiguous(DType::kFloat32, out_dims, out.data()), view);
     return m_.ConstantF32(absl::StrCat("xnnpack value ", v.id, " (reordered)"),
                           final_dims.empty() ? out_dims : final_dims, std::move(out));
   }

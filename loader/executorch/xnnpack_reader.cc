@@ -658,12 +658,7 @@ class PayloadReader {
     return absl::OkStatus();
   }
 
-  int64_t IndexOf(uint32_t id) const {
-    auto it = std::lower_bound(graph_.index.begin(), graph_.index.end(),
-                               std::pair<uint32_t, uint32_t>(id, 0));
-    if (it == graph_.index.end() || it->first != id) return -1;
-    return static_cast<int64_t>(it->second);
-  }
+  int64_t IndexOf(uint32_t id) const { return graph_.IndexOf(id); }
 
   absl::Span<const uint8_t> payload_;
   const NamedData* named_data_;
@@ -738,9 +733,15 @@ absl::string_view XnnDataTypeName(XnnDataType type) {
   return i >= 0 && i <= static_cast<int>(XnnDataType::kBFloat16) ? kDataTypeNames[i] : "unknown";
 }
 
-const XnnValue* XnnGraph::value(uint32_t id) const {
+int64_t XnnGraph::IndexOf(uint32_t id) const {
   auto it = std::lower_bound(index.begin(), index.end(), std::pair<uint32_t, uint32_t>(id, 0));
-  return it != index.end() && it->first == id ? &values[it->second] : nullptr;
+  if (it == index.end() || it->first != id) return -1;
+  return static_cast<int64_t>(it->second);
+}
+
+const XnnValue* XnnGraph::value(uint32_t id) const {
+  const int64_t at = IndexOf(id);
+  return at < 0 ? nullptr : &values[at];
 }
 
 std::string XnnGraph::NodeLabel(const XnnNode& node) {

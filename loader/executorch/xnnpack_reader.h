@@ -192,8 +192,9 @@ struct XnnGraph {
   std::vector<uint32_t> output_ids;
   uint32_t num_externs = 0;
 
-  // The value with id `id`, or nullptr.
+  // The value with id `id`, or nullptr; its index in `values`, or -1.
   const XnnValue* value(uint32_t id) const;
+  int64_t IndexOf(uint32_t id) const;
   // "node 3 (Conv2d)"
   static std::string NodeLabel(const XnnNode& node);
 
